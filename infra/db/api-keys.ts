@@ -1,0 +1,101 @@
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { LAST_USED_FLUSH_MS } from '../constants.js';
+
+export interface ApiKey {
+  /** The key prefix (first 12 characters): public, unique, the S3 access key id later. */
+  _id: string;
+  userId: string;
+  /** SHA-256 of the full key, hex: how a request's key is found. */
+  digest: string;
+  /** The full key sealed with the master key (infra/secrets.ts), for SigV4. */
+  sealedSecret: string;
+  keyName: string;
+  createdAt: number;
+  expiresAt?: number;
+  lastUsedAt?: number;
+}
+
+const schema = new Schema<ApiKey>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true, index: true },
+    digest: { type: String, required: true, unique: true },
+    sealedSecret: { type: String, required: true },
+    keyName: { type: String, required: true },
+    createdAt: { type: Number, required: true },
+    expiresAt: { type: Number },
+    lastUsedAt: { type: Number },
+  },
+  { versionKey: false },
+);
+
+export function createApiKeyStore(conn: Connection) {
+  const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
+  // lastUsedAt is gathered in memory and written in one bulk every few seconds, so a
+  // request costs no database write for it. Readers of this process see the pending values.
+  const pendingUse = new Map<string, number>();
+  let timer: NodeJS.Timeout | undefined;
+
+  async function flushUse(): Promise<void> {
+    if (pendingUse.size === 0) return;
+    const batch = [...pendingUse];
+    pendingUse.clear();
+    await Keys.bulkWrite(
+      batch.map(([id, at]) => ({ updateOne: { filter: { _id: id }, update: { $max: { lastUsedAt: at } } } })),
+      { ordered: false },
+    );
+  }
+
+  return {
+    model: Keys,
+
+    insert: (key: ApiKey) => Keys.create(key),
+
+    findByDigest: (hex: string) => Keys.findOne({ digest: hex }).lean<ApiKey>().exec(),
+
+    findByPrefix: (userId: string, prefix: string) => Keys.findOne({ _id: prefix, userId }).lean<ApiKey>().exec(),
+
+    async listForUser(userId: string): Promise<ApiKey[]> {
+      const keys = await Keys.find({ userId }).sort({ createdAt: 1, _id: 1 }).lean<ApiKey[]>().exec();
+      return keys.map((k) => {
+        const pending = pendingUse.get(k._id);
+        return pending && pending > (k.lastUsedAt ?? 0) ? { ...k, lastUsedAt: pending } : k;
+      });
+    },
+
+    /** Keys of the user other than `exceptId` that can still authenticate at `now`. */
+    countUsableOthers: (userId: string, exceptId: string, now: number) =>
+      Keys.countDocuments({
+        userId,
+        _id: { $ne: exceptId },
+        $or: [{ expiresAt: { $exists: false } }, { expiresAt: null }, { expiresAt: { $gt: now } }],
+      }).exec(),
+
+    async delete(userId: string, id: string): Promise<boolean> {
+      const res = await Keys.deleteOne({ _id: id, userId }).exec();
+      pendingUse.delete(id);
+      return res.deletedCount === 1;
+    },
+
+    recordUse(id: string, at: number): void {
+      pendingUse.set(id, at);
+      if (!timer) {
+        timer = setTimeout(() => {
+          timer = undefined;
+          flushUse().catch(() => undefined);
+        }, LAST_USED_FLUSH_MS);
+        timer.unref();
+      }
+    },
+
+    /** Writes pending lastUsedAt values now (graceful shutdown, tests). */
+    async flush(): Promise<void> {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      await flushUse();
+    },
+  };
+}
+
+export type ApiKeyStore = ReturnType<typeof createApiKeyStore>;

@@ -1,0 +1,36 @@
+// MongoDB through mongoose: one connection per process and a small store per collection.
+// Every state change is a single-document atomic operation (no transactions: FerretDB 1.24
+// has none, and these are also what scales on a real MongoDB).
+import mongoose from 'mongoose';
+import { createApiKeyStore } from './api-keys.js';
+import { createRateLimitStore } from './rate-limits.js';
+import { createUserStore } from './users.js';
+
+export async function openDatabase(uri: string) {
+  const connection = mongoose.createConnection(uri, {
+    serverSelectionTimeoutMS: 5_000,
+    // Mongoose would otherwise queue operations while the server is away; fail fast instead
+    // so /readyz and the error handler can answer 503.
+    bufferCommands: false,
+  });
+  await connection.asPromise();
+  const users = createUserStore(connection);
+  const apiKeys = createApiKeyStore(connection);
+  const rateLimits = createRateLimitStore(connection);
+  await Promise.all(Object.values(connection.models).map((m) => m.init()));
+  return {
+    connection,
+    users,
+    apiKeys,
+    rateLimits,
+    async ping(): Promise<void> {
+      await connection.db!.admin().ping();
+    },
+    async close(): Promise<void> {
+      await apiKeys.flush().catch(() => undefined);
+      await connection.close();
+    },
+  };
+}
+
+export type Database = Awaited<ReturnType<typeof openDatabase>>;

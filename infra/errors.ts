@@ -1,0 +1,9 @@
+// Errors of the infrastructure layer. HTTP errors live in api/errors.ts.
+
+/** Configuration that cannot be used; every problem is listed so one start shows them all. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env node
+// First step of `npm start`, `npm test` and `npm run bench` on a fresh clone. Plain Node
+// with no dependencies, because it runs before `npm ci`:
+//   1. installs the npm dependencies when node_modules is missing or older than the lock file;
+//   2. builds every command of infra/stack/versions.json that is missing from the cache.
+// `--binaries-only` skips step 1; `--deps-only` skips step 2.
+//
+// Why `go mod download` + `go build` rather than `go install MODULE@VERSION`: measured here,
+// `go install` refuses Kubo (its go.mod has an `exclude` block) and, for FerretDB and IPFS
+// Cluster, fails on the module proxy's version list it reads for the deprecation check.
+// Building inside the downloaded module directory uses the module's own go.mod and go.sum.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'infra/stack/versions.json'), 'utf8'));
+const cacheDir = process.env.STUPA_CACHE_DIR || path.join(os.homedir(), '.cache', 'stupa');
+const args = new Set(process.argv.slice(2));
+
+function log(msg) {
+  process.stderr.write(`[bootstrap] ${msg}\n`);
+}
+
+function run(cmd, cmdArgs, opts = {}) {
+  const res = spawnSync(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', ...opts });
+  if (res.error) throw new Error(`${cmd} could not start: ${res.error.message}`);
+  if (res.status !== 0) throw new Error(`${cmd} ${cmdArgs.join(' ')} exited with ${res.status}`);
+  return res.stdout;
+}
+
+function ensureDependencies() {
+  const modules = path.join(root, 'node_modules');
+  const marker = path.join(modules, '.package-lock.json');
+  const lock = path.join(root, 'package-lock.json');
+  const fresh = fs.existsSync(marker) && (!fs.existsSync(lock) || fs.statSync(marker).mtimeMs >= fs.statSync(lock).mtimeMs);
+  if (fresh) return;
+  log('installing npm dependencies (npm ci)');
+  const started = Date.now();
+  const res = spawnSync('npm', [fs.existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund'], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (res.status !== 0) throw new Error('npm could not install the dependencies');
+  log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+export function binDir(name, spec) {
+  return path.join(cacheDir, 'bin', `${name}-${spec.version}`);
+}
+
+function buildComponent(name, spec) {
+  const out = binDir(name, spec);
+  const missing = Object.keys(spec.commands).filter((cmd) => !fs.existsSync(path.join(out, cmd)));
+  if (missing.length === 0) return;
+  const started = Date.now();
+  log(`building ${name} ${spec.version} (${missing.join(', ')}) from ${spec.module}; a cold build takes minutes`);
+  const env = { ...process.env, GOFLAGS: '-modcacherw', CGO_ENABLED: process.env.CGO_ENABLED ?? '0' };
+  const info = JSON.parse(run('go', ['mod', 'download', '-json', `${spec.module}@${spec.version}`], { env, cwd: os.tmpdir() }));
+  if (info.Error) throw new Error(`go mod download ${spec.module}: ${info.Error}`);
+  let srcDir = info.Dir;
+  const work = fs.mkdtempSync(path.join(cacheDir, `build-${name}-`));
+  try {
+    if (spec.versionFile) {
+      // FerretDB embeds build/version/version.txt and panics at start without it; the module
+      // cache copy is read-only, so build from a writable copy with the file written.
+      srcDir = path.join(work, 'src');
+      fs.cpSync(info.Dir, srcDir, { recursive: true });
+      fs.chmodSync(path.dirname(path.join(srcDir, spec.versionFile)), 0o755);
+      fs.writeFileSync(path.join(srcDir, spec.versionFile), `${spec.version}\n`);
+    }
+    const tmpOut = path.join(work, 'out');
+    fs.mkdirSync(tmpOut, { recursive: true });
+    for (const cmd of missing) {
+      const t = Date.now();
+      run('go', ['build', '-trimpath', '-o', path.join(tmpOut, cmd), spec.commands[cmd]], {
+        cwd: srcDir,
+        env,
+        stdio: ['ignore', 'inherit', 'inherit'],
+      });
+      log(`  ${cmd} built in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+    }
+    fs.mkdirSync(out, { recursive: true });
+    // Rename into place last, so an interrupted build never leaves a half-written binary.
+    for (const cmd of missing) fs.renameSync(path.join(tmpOut, cmd), path.join(out, cmd));
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  log(`${name} ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+function ensureBinaries() {
+  fs.mkdirSync(cacheDir, { recursive: true });
+  for (const [name, spec] of Object.entries(manifest.components)) buildComponent(name, spec);
+}
+
+try {
+  if (!args.has('--binaries-only')) ensureDependencies();
+  if (!args.has('--deps-only')) ensureBinaries();
+} catch (err) {
+  log(`failed: ${err.message}`);
+  process.exit(1);
+}

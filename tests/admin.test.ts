@@ -1,0 +1,92 @@
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { ApiServer } from '../api/server.js';
+import { call, stack, startTestApi, tempDir } from './support/stack.js';
+
+const exec = promisify(execFile);
+const masterKey = crypto.randomBytes(32).toString('hex');
+let dataDir: string;
+let api: ApiServer;
+
+/** Runs the CLI as an operator would beside `npm start`: only DATA_DIR is given. */
+async function admin(...args: string[]): Promise<{ code: number; out: any; stderr: string }> {
+  try {
+    const { stdout, stderr } = await exec('npx', ['tsx', 'infra/admin/cli.ts', ...args], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir },
+    });
+    return { code: 0, out: args.includes('--json') ? JSON.parse(stdout) : stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: args.includes('--json') && e.stdout ? JSON.parse(e.stdout) : e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  fs.writeFileSync(path.join(dataDir, 'stack.json'), JSON.stringify({ endpoints: { mongodbUri: stack.mongodbUri } }));
+  fs.writeFileSync(path.join(dataDir, 'master.key'), masterKey);
+  api = await startTestApi({ MASTER_KEY: masterKey });
+});
+afterAll(() => api.close());
+
+test('users create prints the user and a working API key', async () => {
+  const email = `${crypto.randomUUID()}@Example.test`;
+  const res = await admin('users', 'create', '--email', email, '--name', 'Ada', '--plan', 'bodhi', '--json');
+  expect(res.code).toBe(0);
+  expect(res.out).toEqual({
+    userId: expect.stringMatching(/^usr_/),
+    email: email.toLowerCase(),
+    name: 'Ada',
+    plan: 'bodhi',
+    createdAt: expect.any(Number),
+    apiKey: expect.stringMatching(/^stp_/),
+    keyPrefix: res.out.apiKey.slice(0, 12),
+  });
+  const keys = await call(api, 'GET', '/apikeys', { key: res.out.apiKey });
+  expect(keys.status).toBe(200);
+  expect(keys.body).toEqual([expect.objectContaining({ keyPrefix: res.out.keyPrefix, keyName: 'Default' })]);
+  expect(keys.headers.get('x-ratelimit-limit')).toBe('600');
+
+  // The same email again is refused.
+  const again = await admin('users', 'create', '--email', email, '--name', 'Ada', '--json');
+  expect(again.code).toBe(1);
+  expect(again.out.error.reason).toBe('EMAIL_TAKEN');
+
+  // users list shows the user; set-plan changes what the API enforces.
+  const list = await admin('users', 'list', '--json');
+  expect(list.out).toEqual(expect.arrayContaining([expect.objectContaining({ userId: res.out.userId, plan: 'bodhi' })]));
+  const changed = await admin('users', 'set-plan', '--user', res.out.userId, '--plan', 'karma', '--json');
+  expect(changed.out.plan).toBe('karma');
+  expect((await call(api, 'GET', '/apikeys', { key: res.out.apiKey })).headers.get('x-ratelimit-limit')).toBe('1800');
+
+  // keys create adds a working key; keys list never shows full keys.
+  const key = await admin('keys', 'create', '--user', res.out.userId, '--name', 'deploy', '--expires-in', '3600', '--json');
+  expect(key.out).toMatchObject({ userId: res.out.userId, keyName: 'deploy', apiKey: expect.stringMatching(/^stp_/) });
+  expect(key.out.expiresAt - key.out.createdAt).toBe(3_600_000);
+  expect((await call(api, 'GET', '/apikeys', { key: key.out.apiKey })).status).toBe(200);
+  const keys2 = await admin('keys', 'list', '--user', res.out.userId, '--json');
+  expect(keys2.out.map((k: { keyName: string }) => k.keyName)).toEqual(['Default', 'deploy']);
+  expect(JSON.stringify(keys2.out)).not.toContain(key.out.apiKey);
+
+  // Human output without --json.
+  const human = await admin('users', 'list');
+  expect(human.out).toContain(`userId: ${res.out.userId}`);
+});
+
+test('bad usage is exit 2 with a message; unknown plan and user are refused', async () => {
+  const unknown = await admin('frobnicate', '--json');
+  expect(unknown.code).toBe(2);
+  expect(unknown.out.error.reason).toBe('USAGE');
+  const plan = await admin('users', 'create', '--email', 'x@y.z', '--name', 'X', '--plan', 'gold', '--json');
+  expect(plan.code).toBe(2);
+  expect(plan.out.error.details).toMatch(/unknown plan gold; plans: dharma, bodhi/);
+  const user = await admin('keys', 'create', '--user', 'usr_nobody', '--json');
+  expect(user.code).toBe(2);
+  expect(user.out.error.details).toMatch(/no user usr_nobody/);
+  const missing = await admin('users', 'create', '--name', 'X');
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toMatch(/--email is required/);
+});

@@ -1,0 +1,167 @@
+import net from 'node:net';
+import type { ApiServer } from '../api/server.js';
+import { RATE_WINDOW_MS } from '../infra/constants.js';
+import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+
+let api: ApiServer;
+let user: TestUser;
+
+beforeAll(async () => {
+  api = await startTestApi({ PLANS_FILE: plansFile({ tiny: { requestsPerMinute: 5 } }), JSON_BODY_LIMIT: '2kb' });
+  user = await createUser(api);
+});
+afterAll(() => api.close());
+
+describe('authentication', () => {
+  test('X-Api-Key and Authorization: Bearer both work', async () => {
+    expect((await call(api, 'GET', '/apikeys', { key: user.apiKey })).status).toBe(200);
+    const bearer = await call(api, 'GET', '/apikeys', { headers: { Authorization: `Bearer ${user.apiKey}` } });
+    expect(bearer.status).toBe(200);
+    expect(bearer.body[0].keyPrefix).toBe(user.keyPrefix);
+  });
+
+  test.each([
+    ['no credentials', {}],
+    ['an empty X-Api-Key', { 'X-Api-Key': '' }],
+    ['a malformed key', { 'X-Api-Key': 'hello' }],
+    ['an unknown well-formed key', { 'X-Api-Key': `stp_${'A'.repeat(32)}` }],
+    ['Basic instead of Bearer', { Authorization: 'Basic dXNlcjpwYXNz' }],
+    ['Bearer without a key', { Authorization: 'Bearer ' }],
+  ])('%s is 401 in the error shape', async (_what, headers) => {
+    const res = await call(api, 'GET', '/apikeys', { headers: headers as Record<string, string> });
+    expect(res.status).toBe(401);
+    expect(errorReason(res)).toBe('UNAUTHORIZED');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  test('a key whose user is gone is 401', async () => {
+    const ghost = await createUser(api);
+    await api.deps.db.users.model.deleteOne({ _id: ghost.userId });
+    expect((await call(api, 'GET', '/apikeys', { key: ghost.apiKey })).status).toBe(401);
+  });
+});
+
+describe('rate limiting', () => {
+  test('over the plan limit is 429 with Retry-After; other keys are not affected', async () => {
+    // Stay inside one fixed window: start right after a window boundary if the current one is nearly over.
+    const left = RATE_WINDOW_MS - (Date.now() % RATE_WINDOW_MS);
+    if (left < 5_000) await new Promise((r) => setTimeout(r, left + 50));
+
+    const limited = await createUser(api, 'tiny');
+    const statuses: number[] = [];
+    const remaining: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await call(api, 'GET', '/apikeys', { key: limited.apiKey });
+      statuses.push(res.status);
+      remaining.push(res.headers.get('x-ratelimit-remaining')!);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(remaining).toEqual(['4', '3', '2', '1', '0']);
+
+    const over = await call(api, 'GET', '/apikeys', { key: limited.apiKey });
+    expect(over.status).toBe(429);
+    expect(errorReason(over)).toBe('RATE_LIMITED');
+    const retryAfter = Number(over.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(over.headers.get('x-ratelimit-limit')).toBe('5');
+
+    // The counter lives in MongoDB, so a second API process sees the same count.
+    const second = await startTestApi({ PLANS_FILE: plansFile({ tiny: { requestsPerMinute: 5 } }) });
+    try {
+      expect((await call(second, 'GET', '/apikeys', { key: limited.apiKey })).status).toBe(429);
+    } finally {
+      await second.close();
+    }
+    expect((await call(api, 'GET', '/apikeys', { key: user.apiKey })).status).toBe(200);
+  });
+});
+
+describe('error shapes', () => {
+  test('unknown route is 404, with or without a key', async () => {
+    for (const key of [undefined, user.apiKey]) {
+      const res = await call(api, 'GET', '/no/such/route', { key });
+      expect(res.status).toBe(404);
+      expect(errorReason(res)).toBe('NOT_FOUND');
+    }
+  });
+
+  test('an unsupported method is 405 with Allow', async () => {
+    const res = await call(api, 'PATCH', '/apikeys', { key: user.apiKey, body: {} });
+    expect(res.status).toBe(405);
+    expect(errorReason(res)).toBe('METHOD_NOT_ALLOWED');
+    expect(res.headers.get('allow')).toBe('POST, GET, HEAD');
+    const health = await call(api, 'DELETE', '/healthz');
+    expect(health.status).toBe(405);
+    expect(errorReason(health)).toBe('METHOD_NOT_ALLOWED');
+  });
+
+  test('malformed JSON is 400', async () => {
+    const res = await call(api, 'POST', '/apikeys', {
+      key: user.apiKey,
+      body: '{"name": ',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(errorReason(res)).toBe('INVALID_JSON');
+  });
+
+  test('a body over the limit is 413', async () => {
+    const res = await call(api, 'POST', '/apikeys', { key: user.apiKey, body: { name: 'x'.repeat(4096) } });
+    expect(res.status).toBe(413);
+    expect(errorReason(res)).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  test('a body that is not JSON is 415, and nothing is written', async () => {
+    const before = await api.deps.db.apiKeys.model.countDocuments({ userId: user.userId });
+    const res = await call(api, 'POST', '/apikeys', {
+      key: user.apiKey,
+      body: 'name=x',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(415);
+    expect(errorReason(res)).toBe('UNSUPPORTED_MEDIA_TYPE');
+    expect(await api.deps.db.apiKeys.model.countDocuments({ userId: user.userId })).toBe(before);
+  });
+
+  test('a JSON body that is not an object is 400', async () => {
+    const res = await call(api, 'POST', '/apikeys', { key: user.apiKey, body: '[1,2]', headers: { 'Content-Type': 'application/json' } });
+    expect(res.status).toBe(400);
+    expect(errorReason(res)).toBe('INVALID_INPUT');
+  });
+
+  async function raw(request: string): Promise<string> {
+    const { port } = new URL(api.url);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(request));
+      let data = '';
+      socket.on('data', (chunk) => (data += chunk.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+    });
+  }
+
+  test("Node's own malformed-request errors are JSON too", async () => {
+    const garbage = await raw('THIS IS NOT HTTP\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(garbage).toMatch(/content-type: application\/json/i);
+    expect(JSON.parse(garbage.split('\r\n\r\n')[1]!).error.reason).toBe('MALFORMED_REQUEST');
+
+    const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(huge.split('\r\n\r\n')[1]!).error.reason).toBe('HEADERS_TOO_LARGE');
+  });
+
+  test('MongoDB down is 503 with Retry-After, never a stack trace', async () => {
+    const broken = await startTestApi();
+    await broken.deps.db.connection.close();
+    try {
+      const res = await call(broken, 'GET', '/apikeys', { key: user.apiKey });
+      expect(res.status).toBe(503);
+      expect(errorReason(res)).toBe('DEPENDENCY_UNAVAILABLE');
+      expect(res.headers.get('retry-after')).toBe('5');
+    } finally {
+      await broken.close();
+    }
+  });
+});
