@@ -1,47 +1,76 @@
-// FerretDB 1.24 on SQLite: the default MongoDB-protocol server of the local stack.
+// FerretDB 1.24 on its SQLite backend: the MongoDB-protocol server of the local stack, so
+// development and tests need no MongoDB install.
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import mongoose from 'mongoose';
 import { binaryPath } from './binaries.js';
-import { launch, waitHealthy, type Managed } from './process.js';
+import { canConnect } from './ports.js';
+import { startProcess } from './process.js';
 
-export interface FerretDb {
-  uri: string;
-  process: Managed;
+export interface FerretDbOptions {
+  /** FerretDB's own directory: SQLite files in sqlite/, its state.json beside them. */
+  dataDir: string;
+  logDir: string;
+  port: number;
+  signal?: AbortSignal;
 }
 
-export async function startFerretDb(options: { dataDir: string; logDir: string; port: number; debugPort: number }): Promise<FerretDb> {
-  const dir = path.join(options.dataDir, 'sqlite');
-  fs.mkdirSync(dir, { recursive: true });
-  const proc = launch(
-    'ferretdb',
-    binaryPath('ferretdb', 'ferretdb'),
-    [
+export interface FerretDb {
+  /** mongodb://127.0.0.1:PORT/stupa */
+  uri: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** One real round trip: the server speaks the wire protocol, not just accepts TCP. */
+export async function pingMongo(uri: string): Promise<void> {
+  const conn = await mongoose.createConnection(uri, { serverSelectionTimeoutMS: 1000 }).asPromise();
+  try {
+    await conn.db!.admin().ping();
+  } finally {
+    await conn.close();
+  }
+}
+
+export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb> {
+  const sqliteDir = path.join(options.dataDir, 'sqlite');
+  fs.mkdirSync(sqliteDir, { recursive: true });
+  const proc = startProcess({
+    name: 'ferretdb',
+    command: binaryPath('ferretdb', 'ferretdb'),
+    args: [
       '--handler=sqlite',
-      `--sqlite-url=file:${dir}/`,
+      // A directory URI: one SQLite file per database. The trailing slash is required, and a
+      // file:// URL keeps paths with spaces working.
+      `--sqlite-url=${pathToFileURL(sqliteDir).href}/`,
+      // state.json (instance UUID, telemetry decision) would otherwise land in the cwd.
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,
-      // Its metrics/profiling listener defaults to 127.0.0.1:8088; give it its own port so
-      // two stacks can run side by side.
-      `--debug-addr=127.0.0.1:${options.debugPort}`,
+      // The debug HTTP listener (metrics, pprof) defaults to the fixed 127.0.0.1:8088, which
+      // would collide between stacks side by side; nothing here reads it, so "-" turns it off.
+      '--debug-addr=-',
       '--telemetry=disable',
-      '--log-level=warn',
+      // warn logs every client's unsupported endSessions at disconnect; startup failures
+      // are logged at error level.
+      '--log-level=error',
     ],
-    { logDir: options.logDir },
-  );
+    logDir: options.logDir,
+    // FERRETDB_* variables would set flags not named above (e.g. a Unix socket listener).
+    dropEnv: ['FERRETDB_'],
+  });
   const uri = `mongodb://127.0.0.1:${options.port}/stupa`;
   try {
-    await waitHealthy(proc, async () => {
-      const conn = await mongoose.createConnection(uri, { serverSelectionTimeoutMS: 1000 }).asPromise();
-      try {
-        await conn.db!.admin().ping();
-      } finally {
-        await conn.close();
-      }
-    });
+    await proc.waitFor(
+      async () => {
+        if (!(await canConnect(options.port))) throw new Error(`nothing listens on ${options.port} yet`);
+        await pingMongo(uri);
+      },
+      { timeoutMs: 30_000, what: 'answer to a MongoDB ping', signal: options.signal },
+    );
   } catch (err) {
     await proc.stop();
     throw err;
   }
-  return { uri, process: proc };
+  return { uri, pid: proc.pid, stop: () => proc.stop() };
 }

@@ -1,18 +1,43 @@
-// A child process of the local stack: output appended to its log file, stopped with
-// SIGTERM (SIGKILL after a grace period), and health waits that show the log's tail when
-// the piece does not come up.
-import { spawn, type ChildProcess } from 'node:child_process';
+// A child process of the local stack: its output appended to <logDir>/<name>.log, stopped
+// with SIGTERM (SIGKILL after a grace period), and health waits that show the log's tail
+// when the piece does not come up, because "timed out" alone never says why.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-export interface Managed {
+export interface ManagedProcess {
   name: string;
   pid: number;
   logFile: string;
-  /** Rejects if the process exits before stop() is called. */
-  exited: Promise<never>;
-  stop(): Promise<void>;
+  /** True until the process has exited. */
+  running(): boolean;
+  /**
+   * Polls `check` until it resolves and returns its value. Throws, with the last lines of
+   * the log, on timeout, when the process exits first, or when `signal` aborts.
+   */
+  waitFor<T>(check: () => Promise<T>, options: { timeoutMs: number; what: string; signal?: AbortSignal }): Promise<T>;
+  /** SIGTERM, SIGKILL after `graceMs`; resolves once the process has exited. Never throws. */
+  stop(graceMs?: number): Promise<void>;
 }
+
+export interface StartProcessOptions {
+  name: string;
+  command: string;
+  args: string[];
+  logDir: string;
+  cwd?: string;
+  /** Added to the environment, after the variables named by `dropEnv` are removed. */
+  env?: Record<string, string>;
+  /** Prefixes of inherited variables to remove, e.g. CLUSTER_, which the child would read as config. */
+  dropEnv?: string[];
+}
+
+// Children still running; killed when this Node process exits without stopping them (an
+// uncaught error, process.exit in a signal handler), so no server outlives its owner.
+const live = new Map<number, () => void>();
+process.once('exit', () => {
+  for (const kill of live.values()) kill();
+});
 
 export function tail(file: string, lines = 20): string {
   try {
@@ -22,65 +47,76 @@ export function tail(file: string, lines = 20): string {
   }
 }
 
-export function launch(
-  name: string,
-  command: string,
-  args: string[],
-  options: { logDir: string; env?: NodeJS.ProcessEnv; cwd?: string },
-): Managed {
+/** This process's environment without the variables starting with `drop`, plus `add`. */
+export function childEnv(drop: string[] = [], add: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!drop.some((prefix) => key.startsWith(prefix))) env[key] = value;
+  }
+  return { ...env, ...add };
+}
+
+export function startProcess(options: StartProcessOptions): ManagedProcess {
+  const { name, command, args } = options;
   fs.mkdirSync(options.logDir, { recursive: true });
   const logFile = path.join(options.logDir, `${name}.log`);
   const fd = fs.openSync(logFile, 'a');
   fs.writeSync(fd, `\n--- ${new Date().toISOString()} ${command} ${args.join(' ')}\n`);
-  const child: ChildProcess = spawn(command, args, {
+  // Own process group: a Ctrl-C in the terminal reaches only the Node process, which then
+  // stops the pieces in order instead of all of them dying at once.
+  const child = spawn(command, args, {
     cwd: options.cwd,
-    env: { ...process.env, ...options.env },
+    env: childEnv(options.dropEnv, options.env),
     stdio: ['ignore', fd, fd],
+    detached: true,
   });
   fs.closeSync(fd);
-  let stopping = false;
-  const exitedAt = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(String(signal ?? code))));
-  const exited = new Promise<never>((_, reject) => {
-    void exitedAt.then((how) => {
-      if (!stopping) reject(new Error(`${name} exited (${how}) unexpectedly; last lines of ${logFile}:\n${tail(logFile)}`));
+  const pid = child.pid ?? -1;
+  let exitedHow: string | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitedHow = signal ? `signal ${signal}` : `code ${code}`;
+      live.delete(pid);
+      resolve();
+    });
+    child.once('error', (err) => {
+      exitedHow = `spawn error: ${err.message}`;
+      live.delete(pid);
+      resolve();
     });
   });
-  exited.catch(() => undefined); // observed by waitHealthy or the owner; never unhandled
+  if (pid > 0) live.set(pid, () => child.kill('SIGKILL'));
+
+  const describe = (problem: string) => new Error(`${name}: ${problem}; last lines of ${logFile}:\n${tail(logFile)}`);
+
   return {
     name,
-    pid: child.pid ?? -1,
+    pid,
     logFile,
-    exited,
-    async stop() {
-      stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) return;
+    running: () => exitedHow === undefined,
+
+    async waitFor(check, { timeoutMs, what, signal }) {
+      const deadline = Date.now() + timeoutMs;
+      let lastError = 'not tried yet';
+      for (;;) {
+        if (exitedHow !== undefined) throw describe(`exited (${exitedHow}) before ${what}`);
+        if (signal?.aborted) throw describe(`aborted while waiting for ${what}`);
+        try {
+          return await check();
+        } catch (err) {
+          lastError = (err as Error).message;
+        }
+        if (Date.now() > deadline) throw describe(`no ${what} after ${timeoutMs} ms (last check: ${lastError})`);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+    },
+
+    async stop(graceMs = 10_000) {
+      if (exitedHow !== undefined) return;
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exitedAt;
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
       clearTimeout(timer);
     },
   };
-}
-
-/** Polls `check` until it resolves; fails with the log's tail on timeout or early exit. */
-export async function waitHealthy(proc: Managed, check: () => Promise<unknown>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = '';
-  let died: Error | undefined;
-  proc.exited.catch((err: Error) => (died = err));
-  for (;;) {
-    if (died) throw died;
-    try {
-      await check();
-      return;
-    } catch (err) {
-      lastError = (err as Error).message;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `${proc.name} not healthy after ${timeoutMs} ms (${lastError}); last lines of ${proc.logFile}:\n${tail(proc.logFile)}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }

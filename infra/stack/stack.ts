@@ -1,13 +1,13 @@
 // The local stack: FerretDB, Temporal, Kubo and an IPFS Cluster peer on loopback, each in
-// DATA_DIR/<piece>/ with its log in DATA_DIR/logs/. A piece whose URL is given in
-// `external` is not started (the production path: all four external).
+// <dataDir>/<piece>/ with its log in <dataDir>/logs/<piece>.log. A piece whose URL is given
+// in `external` is not started and its URL is passed through (production: all four).
 import fs from 'node:fs';
 import path from 'node:path';
+import { cacheDir } from './binaries.js';
 import { startClusterPeer } from './cluster.js';
 import { startFerretDb } from './ferretdb.js';
 import { startKubo } from './kubo.js';
-import { freePorts } from './ports.js';
-import type { Managed } from './process.js';
+import { assertPortsFree, freePorts } from './ports.js';
 import { startTemporal } from './temporal.js';
 
 export interface StackEndpoints {
@@ -16,99 +16,188 @@ export interface StackEndpoints {
   temporalUiUrl?: string;
   kuboApiUrl: string;
   kuboGatewayUrl?: string;
+  /** The started Kubo's dialable address (/ip4/127.0.0.1/tcp/PORT/p2p/ID), for tests. */
   kuboSwarmAddress?: string;
   clusterApiUrl: string;
 }
 
 export interface Stack {
   endpoints: StackEndpoints;
+  /** The pieces started here, in start order ('ferretdb', 'temporal', 'kubo', 'cluster'). */
   started: string[];
+  /** Stops the started pieces in reverse order; never throws. */
   stop(): Promise<void>;
 }
 
 export interface StackOptions {
   dataDir: string;
-  /** 'free': ports the kernel picks (tests); { base }: fixed ports, base + the offsets below. */
+  /** 'free': ports the kernel picks (tests, stacks side by side); { base }: base + OFFSETS. */
   ports: 'free' | { base: number };
+  /** Temporal's Web UI. */
   ui: boolean;
   external?: { mongodbUri?: string; temporalAddress?: string; kuboApiUrl?: string; clusterApiUrl?: string };
+  /** Aborting stops whatever has started and makes startStack reject. */
+  signal?: AbortSignal;
 }
 
-// Fixed offsets from the base port (npm start: base 17000, so Temporal is 17233, its UI 17234).
-const OFFSETS = {
+/**
+ * Fixed ports are base + these offsets (npm start: base 17000, so MongoDB 17017, Temporal
+ * 17233 and its UI 17234, Kubo's API 17001, gateway 17080 and swarm 17401, Cluster 17094).
+ * They echo each piece's usual port (27017, 7233/8233, 5001/8080/4001, 9094/9096), all
+ * within base+1..base+401, so two stacks with bases 500 apart never overlap. Temporal's
+ * history/matching/worker services also listen on loopback ports its CLI takes from the
+ * kernel; FerretDB's debug listener and Cluster's IPFS proxy and Pinning Service API are off.
+ */
+export const PORT_OFFSETS = {
   kuboApi: 1,
   ferretdb: 17,
-  ferretdbDebug: 18,
   kuboGateway: 80,
   clusterApi: 94,
-  clusterProxy: 95,
   clusterSwarm: 96,
-  clusterPinsvc: 97,
   temporal: 233,
   temporalUi: 234,
   temporalHttp: 235,
   temporalMetrics: 236,
   kuboSwarm: 401,
 } as const;
-type PortName = keyof typeof OFFSETS;
+type PortName = keyof typeof PORT_OFFSETS;
 
-async function allocate(ports: StackOptions['ports']): Promise<Record<PortName, number>> {
-  const names = Object.keys(OFFSETS) as PortName[];
+async function allocatePorts(ports: StackOptions['ports']): Promise<Record<PortName, number>> {
+  const names = Object.keys(PORT_OFFSETS) as PortName[];
   if (ports === 'free') {
     const free = await freePorts(names.length);
     return Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<PortName, number>;
   }
-  return Object.fromEntries(names.map((n) => [n, ports.base + OFFSETS[n]])) as Record<PortName, number>;
+  return Object.fromEntries(names.map((n) => [n, ports.base + PORT_OFFSETS[n]])) as Record<PortName, number>;
 }
 
 function say(line: string): void {
   process.stderr.write(`[stack] ${line}\n`);
 }
 
+/** Refuses a data directory whose stack.json names pieces that are still running. */
+function assertNotRunning(stackFile: string): void {
+  let pids: Record<string, number>;
+  try {
+    pids = (JSON.parse(fs.readFileSync(stackFile, 'utf8')) as { pids?: Record<string, number> }).pids ?? {};
+  } catch {
+    return;
+  }
+  const alive = Object.entries(pids).filter(([, pid]) => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return false;
+    }
+    // After a crash and reboot the pid may belong to something else: check the command
+    // where /proc tells it.
+    try {
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join(cacheDir(), 'bin'));
+    } catch {
+      return true;
+    }
+  });
+  if (alive.length > 0) {
+    const list = alive.map(([name, pid]) => `${name} ${pid}`).join(', ');
+    throw new Error(`a stack already runs on ${path.dirname(stackFile)} (${list}); stop it first`);
+  }
+}
+
+interface Running {
+  name: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
 export async function startStack(options: StackOptions): Promise<Stack> {
   const external = options.external ?? {};
   const dataDir = path.resolve(options.dataDir);
   const logDir = path.join(dataDir, 'logs');
-  fs.mkdirSync(logDir, { recursive: true });
-  const port = await allocate(options.ports);
-  const running: Managed[] = [];
-  const started: string[] = [];
   const stackFile = path.join(dataDir, 'stack.json');
+  // Aborted by the caller's signal, or by the first piece that fails, so siblings still
+  // waiting to become healthy give up at once instead of running into their timeouts.
+  const abort = new AbortController();
+  if (options.signal?.aborted) abort.abort();
+  options.signal?.addEventListener('abort', () => abort.abort(), { once: true });
+  const { signal } = abort;
+  let firstError: unknown;
+  fs.mkdirSync(logDir, { recursive: true });
+  assertNotRunning(stackFile);
+  const port = await allocatePorts(options.ports);
+  if (options.ports !== 'free') {
+    const wanted = {
+      ...(external.mongodbUri ? {} : { ferretdb: port.ferretdb }),
+      ...(external.temporalAddress
+        ? {}
+        : { temporal: port.temporal, 'temporal http': port.temporalHttp, 'temporal metrics': port.temporalMetrics }),
+      ...(external.temporalAddress || !options.ui ? {} : { 'temporal ui': port.temporalUi }),
+      ...(external.kuboApiUrl ? {} : { 'kubo api': port.kuboApi, 'kubo gateway': port.kuboGateway, 'kubo swarm': port.kuboSwarm }),
+      ...(external.clusterApiUrl ? {} : { 'cluster api': port.clusterApi, 'cluster swarm': port.clusterSwarm }),
+    };
+    await assertPortsFree(wanted);
+  }
 
-  const stop = async (): Promise<void> => {
-    for (const proc of [...running].reverse()) await proc.stop().catch(() => undefined);
-    running.length = 0;
-    fs.rmSync(stackFile, { force: true });
-  };
+  const running: Running[] = [];
+  const started: string[] = [];
+  // One shutdown however often stop() is called (a signal handler and a finally block may
+  // both call it); later callers wait for the same one.
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> =>
+    (stopping ??= (async () => {
+      for (const piece of [...running].reverse()) {
+        try {
+          await piece.stop();
+        } catch (err) {
+          say(`stopping ${piece.name} failed: ${(err as Error).message}`);
+        }
+      }
+      running.length = 0;
+      try {
+        fs.rmSync(stackFile, { force: true });
+      } catch (err) {
+        say(`could not remove ${stackFile}: ${(err as Error).message}`);
+      }
+    })());
 
-  const timed = async <T extends { process: Managed }>(name: string, start: () => Promise<T>, where: (r: T) => string): Promise<T> => {
+  // Starts one piece, records it for stop(), and reports where it is and how long it took.
+  const start = async <T extends { pid: number; stop(): Promise<void> }>(name: string, run: () => Promise<T>, where: (r: T) => string) => {
+    if (signal.aborted) throw new Error(`stack start aborted before ${name}`);
     const t = Date.now();
-    const result = await start();
-    running.push(result.process);
+    let piece: T;
+    try {
+      piece = await run();
+    } catch (err) {
+      firstError ??= err;
+      abort.abort();
+      throw err;
+    }
+    running.push({ name, pid: piece.pid, stop: () => piece.stop() });
     started.push(name);
-    say(`${name} ready at ${where(result)} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-    return result;
+    say(`${name} ready at ${where(piece)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+    return piece;
   };
 
   try {
     // FerretDB, Temporal and Kubo do not depend on each other; the Cluster peer needs Kubo.
-    // allSettled, not all: a failure must not leave a sibling starting after stop() ran.
-    const settled = await Promise.allSettled([
+    // allSettled rather than all: when one fails, the others must have finished starting
+    // before stop() runs, or they would be left behind.
+    const [mongo, temporal, kubo] = await settleAll([
       external.mongodbUri
         ? undefined
-        : timed(
+        : start(
             'ferretdb',
-            () => startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), logDir, port: port.ferretdb, debugPort: port.ferretdbDebug }),
+            () => startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), logDir, port: port.ferretdb, signal }),
             (r) => r.uri,
           ),
       external.temporalAddress
         ? undefined
-        : timed(
+        : start(
             'temporal',
             () =>
               startTemporal({
                 dataDir: path.join(dataDir, 'temporal'),
                 logDir,
+                signal,
                 ports: {
                   frontend: port.temporal,
                   http: port.temporalHttp,
@@ -116,39 +205,34 @@ export async function startStack(options: StackOptions): Promise<Stack> {
                   ui: options.ui ? port.temporalUi : undefined,
                 },
               }),
-            (r) => r.address,
+            (r) => (r.uiUrl ? `${r.address} (UI ${r.uiUrl})` : r.address),
           ),
       external.kuboApiUrl
         ? undefined
-        : timed(
+        : start(
             'kubo',
             () =>
               startKubo({
                 dataDir: path.join(dataDir, 'kubo'),
                 logDir,
+                signal,
                 ports: { api: port.kuboApi, gateway: port.kuboGateway, swarm: port.kuboSwarm },
               }),
             (r) => r.apiUrl,
           ),
-    ]);
-    const failed = settled.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
-    const [mongo, temporal, kubo] = settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as [
-      Awaited<ReturnType<typeof startFerretDb>> | undefined,
-      Awaited<ReturnType<typeof startTemporal>> | undefined,
-      Awaited<ReturnType<typeof startKubo>> | undefined,
-    ];
+    ] as const);
     const kuboApiUrl = external.kuboApiUrl ?? kubo!.apiUrl;
     const cluster = external.clusterApiUrl
       ? undefined
-      : await timed(
+      : await start(
           'cluster',
           () =>
             startClusterPeer({
               dataDir: path.join(dataDir, 'cluster'),
               logDir,
+              signal,
               kuboApiUrl,
-              ports: { api: port.clusterApi, swarm: port.clusterSwarm, proxy: port.clusterProxy, pinsvc: port.clusterPinsvc },
+              ports: { api: port.clusterApi, swarm: port.clusterSwarm },
             }),
           (r) => r.apiUrl,
         );
@@ -162,11 +246,20 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       kuboSwarmAddress: kubo?.swarmAddress,
       clusterApiUrl: external.clusterApiUrl ?? cluster!.apiUrl,
     };
-    // Other processes (admin CLI, npm run api) find the running stack through this file.
-    fs.writeFileSync(stackFile, JSON.stringify({ endpoints, pids: Object.fromEntries(running.map((p) => [p.name, p.pid])) }, null, 2));
+    // Other processes (the admin CLI, npm run api/worker) find the running stack here.
+    const pids = Object.fromEntries(running.map((p) => [p.name, p.pid]));
+    fs.writeFileSync(stackFile, `${JSON.stringify({ endpoints, pids, startedAt: new Date().toISOString() }, null, 2)}\n`);
     return { endpoints, started, stop };
   } catch (err) {
     await stop();
-    throw err;
+    throw firstError ?? err;
   }
+}
+
+/** Like Promise.all, but rejects (with the first failure) only after every promise settled. */
+async function settleAll<T extends readonly unknown[]>(promises: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
 }

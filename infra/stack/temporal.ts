@@ -1,27 +1,60 @@
-// Temporal's development server (SQLite file, optional Web UI) with the search attributes
-// the workflows set, so the UI finds any job by CID or user.
-import path from 'node:path';
+// Temporal's development server (one process, SQLite file, optional Web UI) with the
+// search attributes the workflows set, so jobs can be found by CID or user.
 import fs from 'node:fs';
+import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { binaryPath } from './binaries.js';
-import { launch, waitHealthy, type Managed } from './process.js';
+import { startProcess } from './process.js';
 
+/** Custom search attributes registered at start; Keyword = exact-match strings. */
 export const SEARCH_ATTRIBUTES = { Cid: 'Keyword', UserId: 'Keyword' } as const;
+// INDEXED_VALUE_TYPE_KEYWORD in temporal.api.enums.v1.IndexedValueType.
+const KEYWORD = 2;
 
 export interface TemporalPorts {
+  /** Frontend gRPC: what clients and workers connect to. */
   frontend: number;
+  /** Frontend HTTP API (random when not given; named so stacks side by side cannot clash). */
   http: number;
+  /** Prometheus /metrics (random when not given). */
   metrics: number;
+  /** Web UI; none when undefined. */
   ui?: number;
 }
 
-export interface TemporalServer {
-  address: string;
-  uiUrl?: string;
-  process: Managed;
+export interface TemporalOptions {
+  /** Holds temporal.db (workflow history survives restarts). */
+  dataDir: string;
+  logDir: string;
+  ports: TemporalPorts;
+  signal?: AbortSignal;
 }
 
-export async function startTemporal(options: { dataDir: string; logDir: string; ports: TemporalPorts }): Promise<TemporalServer> {
+export interface TemporalServer {
+  /** host:port of the frontend, e.g. 127.0.0.1:7233 */
+  address: string;
+  uiUrl?: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Connects, asks the health service, and checks the search attributes; throws if not ready. */
+export async function checkTemporal(address: string): Promise<void> {
+  const connection = await Connection.connect({ address, connectTimeout: 2000 });
+  try {
+    await connection.healthService.check({});
+    const res = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    for (const name of Object.keys(SEARCH_ATTRIBUTES)) {
+      const type = res.customAttributes?.[name];
+      if (type === undefined) throw new Error(`search attribute ${name} is not registered`);
+      if (Number(type) !== KEYWORD) throw new Error(`search attribute ${name} has type ${type}, not Keyword`);
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function startTemporal(options: TemporalOptions): Promise<TemporalServer> {
   fs.mkdirSync(options.dataDir, { recursive: true });
   const { ports } = options;
   const args = [
@@ -33,36 +66,41 @@ export async function startTemporal(options: { dataDir: string; logDir: string; 
     '127.0.0.1',
     '--port',
     String(ports.frontend),
-    // Its other listeners default to ports derived from --port or fixed ones; name them all
-    // so stacks side by side never collide.
     '--http-port',
     String(ports.http),
     '--metrics-port',
     String(ports.metrics),
-    ...(ports.ui ? ['--ui-port', String(ports.ui), '--ui-ip', '127.0.0.1'] : ['--headless']),
+    // The UI would default to --port + 1000, which can belong to someone else.
+    ...(ports.ui === undefined ? ['--headless'] : ['--ui-ip', '127.0.0.1', '--ui-port', String(ports.ui)]),
     '--namespace',
     'default',
     '--log-level',
     'warn',
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    // The CLI's own config file and TEMPORAL_* variables are for client commands; the
+    // service sets TEMPORAL_ADDRESS for itself, and none of it should shape the server.
+    '--disable-config-file',
+    '--disable-config-env',
   ];
-  const proc = launch('temporal', binaryPath('temporal', 'temporal'), args, { logDir: options.logDir });
+  // History, matching and worker services listen on further loopback ports the CLI picks
+  // from the kernel itself (no flag for them): free by construction, never fixed.
+  const proc = startProcess({
+    name: 'temporal',
+    command: binaryPath('temporal', 'temporal'),
+    args,
+    logDir: options.logDir,
+    dropEnv: ['TEMPORAL_'],
+  });
   const address = `127.0.0.1:${ports.frontend}`;
   try {
-    await waitHealthy(proc, async () => {
-      const connection = await Connection.connect({ address, connectTimeout: 1000 });
-      try {
-        const res = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
-        for (const name of Object.keys(SEARCH_ATTRIBUTES)) {
-          if (!res.customAttributes?.[name]) throw new Error(`search attribute ${name} is not registered yet`);
-        }
-      } finally {
-        await connection.close();
-      }
+    await proc.waitFor(() => checkTemporal(address), {
+      timeoutMs: 60_000,
+      what: 'healthy frontend with the Cid and UserId search attributes',
+      signal: options.signal,
     });
   } catch (err) {
     await proc.stop();
     throw err;
   }
-  return { address, uiUrl: ports.ui ? `http://127.0.0.1:${ports.ui}` : undefined, process: proc };
+  return { address, uiUrl: ports.ui === undefined ? undefined : `http://127.0.0.1:${ports.ui}`, pid: proc.pid, stop: () => proc.stop() };
 }
