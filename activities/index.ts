@@ -4,20 +4,23 @@
 import type { Config } from '../infra/config.js';
 import type { ClusterClient } from '../infra/cluster.js';
 import type { Database } from '../infra/db/index.js';
+import type { Jobs } from '../infra/jobs.js';
 import type { Kubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
+import { createHoldActivities } from './holds.js';
+import { createPinActivities } from './pins.js';
 
 export interface ActivityDeps {
   config: Config;
   db: Database;
   kubo: Kubo;
   cluster: ClusterClient;
+  jobs: Jobs;
   logger: Logger;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-unused-vars
 export function createActivities(deps: ActivityDeps) {
-  return {};
+  return { ...createPinActivities(deps), ...createHoldActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

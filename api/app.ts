@@ -10,8 +10,12 @@ import type { Logger } from '../infra/logger.js';
 import { checkCluster, type ClusterClient } from '../infra/cluster.js';
 import { checkKubo, type Kubo } from '../infra/kubo.js';
 import type { Temporal } from '../infra/temporal.js';
+import type { Jobs } from '../infra/jobs.js';
 import { projectRoot } from '../infra/paths.js';
 import { apiKeyRoutes } from './apikeys/routes.js';
+import { fileRoutes } from './files/routes.js';
+import { pinRoutes } from './pins/routes.js';
+import { uploadRoutes } from './uploads/routes.js';
 import { healthRoutes } from './health/routes.js';
 import { authenticate } from './http/auth.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
@@ -24,6 +28,7 @@ export interface AppDeps {
   logger: Logger;
   db: Database;
   temporal: Temporal;
+  jobs: Jobs;
   kubo: Kubo;
   cluster: ClusterClient;
 }
@@ -69,7 +74,14 @@ export function createApp(deps: AppDeps): Express {
   // Each feature router puts `guard` in front of its own paths, so a path that matches
   // nothing is 404 with or without a key.
   const guard = [authenticate(db, config.plans), rateLimit(db.rateLimits)];
-  app.use(apiKeyRoutes({ db, masterKey: config.masterKey }, { guard, jsonLimit: config.api.jsonBodyLimit }));
+  const options = { guard, jsonLimit: config.api.jsonBodyLimit };
+  const content = { db, jobs: deps.jobs };
+  app.use(apiKeyRoutes({ db, masterKey: config.masterKey }, options));
+  app.use(
+    uploadRoutes({ ...content, kubo: deps.kubo, gatewayUrl: config.gatewayUrl }, { ...options, uploadJsonLimit: config.uploads.jsonLimit }),
+  );
+  app.use(fileRoutes({ db, gatewayUrl: config.gatewayUrl }, options));
+  app.use(pinRoutes({ ...content, pinTimeoutMs: config.pins.timeoutMs }, options));
 
   app.use(notFoundHandler);
   app.use(errorHandler(logger));

@@ -7,6 +7,7 @@ import { openDatabase } from '../infra/db/index.js';
 import { createKubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal.js';
+import { createJobs } from '../infra/jobs.js';
 import { createApp, type AppDeps } from './app.js';
 
 export interface ApiServer {
@@ -41,6 +42,7 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
     logger,
     db,
     temporal,
+    jobs: createJobs(temporal.client, config.temporal.taskQueue),
     kubo: createKubo(config.kubo.apiUrl),
     cluster: createClusterClient(config.cluster.apiUrl),
   };

@@ -22,15 +22,64 @@ export interface ClusterPeer {
   error?: string;
 }
 
+/** A peer's view of one pin: `pinned`, `pinning`, `pin_queued`, `pin_error`, `unpinned`, … */
+export interface PeerPinStatus {
+  peername?: string;
+  status: string;
+  error?: string;
+  timestamp?: string;
+}
+
+export interface GlobalPinInfo {
+  cid: string;
+  name?: string;
+  allocations?: string[];
+  peer_map: Record<string, PeerPinStatus>;
+}
+
+export interface PinOptions {
+  name?: string;
+  replicationMin?: number;
+  replicationMax?: number;
+  /** Multiaddresses of peers that have the content: Cluster's peers dial them before fetching. */
+  origins?: string[];
+  metadata?: Record<string, string>;
+}
+
+export interface Allocation {
+  cid: string;
+  metadata?: Record<string, string> | null;
+  name?: string;
+  allocations?: string[];
+  origins?: string[];
+}
+
 export interface ClusterClient {
   id(options?: { signal?: AbortSignal }): Promise<ClusterPeer>;
+  pin(cid: string, options?: PinOptions): Promise<void>;
+  /** Unpins; a CID the cluster does not have is not an error. */
+  unpin(cid: string): Promise<void>;
+  status(cid: string, options?: { signal?: AbortSignal }): Promise<GlobalPinInfo>;
+  /** Retries pins in `pin_error`. */
+  recover(cid: string): Promise<void>;
+  /** Every pin in the shared state (Cluster streams the list as NDJSON). */
+  allocations(): Promise<Allocation[]>;
+}
+
+/** Cluster v1 answers lists as a stream of JSON documents, one a line. */
+async function readNdjson<T>(res: Response): Promise<T[]> {
+  const text = await res.text();
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as T);
 }
 
 export function createClusterClient(apiUrl: string): ClusterClient {
   const base = apiUrl.replace(/\/+$/, '');
 
   async function request(method: string, path: string, signal?: AbortSignal): Promise<Response> {
-    const res = await fetch(`${base}${path}`, { method, signal });
+    const res = await fetch(`${base}${path}`, { method, signal: signal ?? AbortSignal.timeout(30_000) });
     if (!res.ok) {
       const text = await res.text().catch(() => '');
       let message = text;
@@ -48,6 +97,38 @@ export function createClusterClient(apiUrl: string): ClusterClient {
     async id(options = {}) {
       const res = await request('GET', '/id', options.signal);
       return (await res.json()) as ClusterPeer;
+    },
+
+    async pin(cid, options = {}) {
+      const query = new URLSearchParams();
+      if (options.name) query.set('name', options.name);
+      if (options.replicationMin !== undefined) query.set('replication-min', String(options.replicationMin));
+      if (options.replicationMax !== undefined) query.set('replication-max', String(options.replicationMax));
+      if (options.origins?.length) query.set('origins', options.origins.join(','));
+      for (const [k, v] of Object.entries(options.metadata ?? {})) query.set(`meta-${k}`, v);
+      await (await request('POST', `/pins/${cid}?${query}`)).arrayBuffer();
+    },
+
+    async unpin(cid) {
+      try {
+        await (await request('DELETE', `/pins/${cid}`)).arrayBuffer();
+      } catch (err) {
+        if (err instanceof ClusterError && (err.status === 404 || /not found/i.test(err.message))) return;
+        throw err;
+      }
+    },
+
+    async status(cid, options = {}) {
+      const res = await request('GET', `/pins/${cid}`, options.signal);
+      return (await res.json()) as GlobalPinInfo;
+    },
+
+    async recover(cid) {
+      await (await request('POST', `/pins/${cid}/recover`)).arrayBuffer();
+    },
+
+    async allocations() {
+      return readNdjson<Allocation>(await request('GET', '/allocations?filter=pin'));
     },
   };
 }

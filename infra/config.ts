@@ -17,7 +17,11 @@ export interface Config {
   mongodbUri: string;
   temporal: { address: string; namespace: string; taskQueue: string };
   kubo: { apiUrl: string };
-  cluster: { apiUrl: string };
+  cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
+  pins: { timeoutMs: number };
+  uploads: { jsonLimit: string };
+  /** Where the `uris.gateway` links of uploads point. */
+  gatewayUrl: string;
   masterKey: Buffer;
   plans: Plans;
   logLevel: string;
@@ -25,16 +29,29 @@ export interface Config {
 }
 
 const url = z.url({ protocol: /^https?$/ });
+const bodyLimit = z.string().regex(/^\d+(b|kb|mb)$/i, 'must look like 512kb or 1mb');
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** `500ms`, `30s`, `5m`, `24h`, `7d`, or a bare number of milliseconds. */
+const duration = z
+  .string()
+  .regex(/^\d+(ms|s|m|h|d)?$/, 'must be a duration like 30s, 5m or 24h')
+  .transform((v) => {
+    const [, n, unit] = /^(\d+)(ms|s|m|h|d)?$/.exec(v)!;
+    return Number(n) * UNITS[unit ?? 'ms']!;
+  });
+const replication = z.coerce.number().int().min(-1).max(1000);
 const port = z.coerce.number().int().min(0).max(65535);
 
 const envSchema = z.object({
   API_HOST: z.string().min(1).default(C.DEFAULT_API_HOST),
   API_PORT: port.default(C.DEFAULT_API_PORT),
   PUBLIC_URL: url.optional(),
-  JSON_BODY_LIMIT: z
-    .string()
-    .regex(/^\d+(b|kb|mb)$/i, 'must look like 512kb or 1mb')
-    .default(C.DEFAULT_JSON_BODY_LIMIT),
+  JSON_BODY_LIMIT: bodyLimit.default(C.DEFAULT_JSON_BODY_LIMIT),
+  UPLOAD_JSON_LIMIT: bodyLimit.default(C.DEFAULT_UPLOAD_JSON_LIMIT),
+  PIN_TIMEOUT: duration.prefault(C.DEFAULT_PIN_TIMEOUT),
+  CLUSTER_REPLICATION_MIN: replication.default(-1),
+  CLUSTER_REPLICATION_MAX: replication.default(-1),
+  GATEWAY_URL: url.optional(),
   DATA_DIR: z.string().min(1).default(C.DEFAULT_DATA_DIR),
   MONGODB_URI: z
     .string()
@@ -68,6 +85,7 @@ const envNames: Record<Dependency, string> = {
 };
 
 interface StackEndpoints {
+  kuboGatewayUrl?: string;
   mongodbUri?: string;
   temporalAddress?: string;
   kuboApiUrl?: string;
@@ -115,6 +133,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     return (value ?? '').replace(/\/+$/, '');
   };
 
+  if (e.CLUSTER_REPLICATION_MAX !== -1 && e.CLUSTER_REPLICATION_MIN > e.CLUSTER_REPLICATION_MAX) {
+    problems.push('CLUSTER_REPLICATION_MIN must not exceed CLUSTER_REPLICATION_MAX');
+  }
+
   let masterKey: Buffer = Buffer.alloc(0);
   if (e.MASTER_KEY) masterKey = parseMasterKey(e.MASTER_KEY, 'MASTER_KEY', problems);
   else if (fs.existsSync(masterKeyFile(dataDir))) {
@@ -141,7 +163,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     mongodbUri: endpoint('mongodb'),
     temporal: { address: endpoint('temporal'), namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     kubo: { apiUrl: endpoint('kubo') },
-    cluster: { apiUrl: endpoint('cluster') },
+    cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
+    pins: { timeoutMs: e.PIN_TIMEOUT },
+    uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
+    gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),
     masterKey,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -5,6 +5,11 @@ export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 export const DEFAULT_TASK_QUEUE = 'stupa';
 export const DEFAULT_JSON_BODY_LIMIT = '1mb';
+/** JSON uploads (`POST /upload/new` with `content`) may be larger than other JSON bodies. */
+export const DEFAULT_UPLOAD_JSON_LIMIT = '10mb';
+/** A pin whose content is not fetched within this ends `failed` with reason TIMEOUT. */
+export const DEFAULT_PIN_TIMEOUT = '24h';
+export const DEFAULT_GATEWAY_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** The ports of `npm start`'s stack are this base plus fixed offsets (infra/stack/stack.ts). */
@@ -29,3 +34,25 @@ export const RETRY_AFTER_UNAVAILABLE_S = 5;
 /** Defaults of list endpoints that are not plain arrays (decisions.md, "Lists"). */
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 1000;
+
+/** Pins: how often the cluster status is polled, and the origins re-dialled (with backoff). */
+export const PIN_POLL_MS = 500;
+export const ORIGIN_REDIAL_MIN_MS = 1_000;
+export const ORIGIN_REDIAL_MAX_MS = 30_000;
+/** A pin activity that stops heartbeating for this long is retried on another worker. */
+export const PIN_HEARTBEAT_TIMEOUT_MS = 10_000;
+
+/** Files: metadata is at most 10 string keys of [A-Za-z0-9_]{1,64}, values of at most 256 characters. */
+export const METADATA_MAX_KEYS = 10;
+export const METADATA_MAX_VALUE = 256;
+
+/** The unixfs-v1-2025 import profile (IPIP-0499), passed explicitly to Kubo's add so a Kubo
+ * without the profile still gives the same CIDs. */
+export const UNIXFS_ADD_OPTIONS = {
+  'cid-version': 1,
+  'raw-leaves': true,
+  chunker: 'size-1048576',
+  hash: 'sha2-256',
+  'max-file-links': 1024,
+  trickle: false,
+} as const;

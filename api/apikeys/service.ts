@@ -29,14 +29,17 @@ export function toPublic(key: ApiKey): PublicApiKey {
   };
 }
 
+/** The user's key decisions (plan limit, last-key rule) are made one at a time. */
+const keyLock = (userId: string) => `apikeys:${userId}`;
+
 export async function createApiKey(
   deps: ApiKeyDeps,
   input: { userId: string; maxKeys: number; name?: string; expiresIn?: number },
 ): Promise<{ apiKey: string; keyPrefix: string; keyName: string; createdAt: number; expiresAt?: number }> {
-  if (!(await deps.db.users.reserveKeySlot(input.userId, input.maxKeys))) {
-    throw new PlanLimitReached('API_KEY_LIMIT', `your plan allows ${input.maxKeys} API keys; delete one first`);
-  }
-  try {
+  return deps.db.locks.withLock(keyLock(input.userId), async () => {
+    if ((await deps.db.apiKeys.countForUser(input.userId)) >= input.maxKeys) {
+      throw new PlanLimitReached('API_KEY_LIMIT', `your plan allows ${input.maxKeys} API keys; delete one first`);
+    }
     // A prefix collision (about 1 in 2^47 per pair of keys) is retried with a new key.
     for (let attempt = 0; ; attempt++) {
       const { apiKey, keyPrefix } = newApiKey();
@@ -59,10 +62,7 @@ export async function createApiKey(
       }
       return { apiKey, keyPrefix, keyName: record.keyName, createdAt, ...(expiresAt ? { expiresAt } : {}) };
     }
-  } catch (err) {
-    await deps.db.users.adjustKeyCount(input.userId, -1);
-    throw err;
-  }
+  });
 }
 
 export async function listApiKeys(deps: ApiKeyDeps, userId: string): Promise<PublicApiKey[]> {
@@ -77,13 +77,11 @@ export async function deleteApiKey(deps: ApiKeyDeps, userId: string, keyOrPrefix
   const key = await deps.db.apiKeys.findByPrefix(userId, keyOrPrefix.slice(0, API_KEY_PREFIX_LENGTH));
   if (!key || (isFullKey && !digestsEqual(key.digest, digest(keyOrPrefix)))) throw new NotFound('API key');
 
-  // Nobody locks themselves out: another key that still works must remain. The counter
-  // guard makes two concurrent deletes of a user's last two keys refuse one of them.
-  if ((await deps.db.apiKeys.countUsableOthers(userId, key._id, Date.now())) === 0) throw new LastKey();
-  if (!(await deps.db.users.releaseKeySlot(userId))) throw new LastKey();
-  if (!(await deps.db.apiKeys.delete(userId, key._id))) {
-    await deps.db.users.adjustKeyCount(userId, 1);
-    throw new NotFound('API key');
-  }
+  // Nobody locks themselves out: another key that still works must remain. Under the
+  // user's lock, two concurrent deletes of the last two keys cannot both pass this check.
+  await deps.db.locks.withLock(keyLock(userId), async () => {
+    if ((await deps.db.apiKeys.countUsableOthers(userId, key._id, Date.now())) === 0) throw new LastKey();
+    if (!(await deps.db.apiKeys.delete(userId, key._id))) throw new NotFound('API key');
+  });
   return { keyPrefix: key._id };
 }

@@ -33,7 +33,11 @@ function toApiError(err: unknown): ApiError | undefined {
     case 'request.size.invalid':
       return new InvalidInput('the request body ended early or did not match its Content-Length', 'INVALID_BODY');
   }
-  if (e.name && /^Mongo(Server|Network|NotConnected|ServerSelection|Topology)|^MongooseServerSelection/.test(e.name)) {
+  // Connection failures only; other server errors (a duplicate key that escaped) are bugs.
+  if (
+    e.name &&
+    /^Mongo(Network|NetworkTimeout|NotConnected|ServerSelection|TopologyClosed)Error$|^MongooseServerSelectionError$/.test(e.name)
+  ) {
     return new DependencyUnavailable('mongodb', RETRY_AFTER_UNAVAILABLE_S);
   }
   return undefined;

@@ -54,6 +54,8 @@ export function createApiKeyStore(conn: Connection) {
 
     findByDigest: (hex: string) => Keys.findOne({ digest: hex }).lean<ApiKey>().exec(),
 
+    countForUser: (userId: string) => Keys.countDocuments({ userId }).exec(),
+
     findByPrefix: (userId: string, prefix: string) => Keys.findOne({ _id: prefix, userId }).lean<ApiKey>().exec(),
 
     async listForUser(userId: string): Promise<ApiKey[]> {

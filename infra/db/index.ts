@@ -3,6 +3,11 @@
 // has none, and these are also what scales on a real MongoDB).
 import mongoose from 'mongoose';
 import { createApiKeyStore } from './api-keys.js';
+import { createFileStore } from './files.js';
+import { createFolderStore } from './folders.js';
+import { createHoldQueries } from './holds.js';
+import { createLockStore } from './locks.js';
+import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
 import { createUserStore } from './users.js';
 
@@ -17,12 +22,27 @@ export async function openDatabase(uri: string) {
   const users = createUserStore(connection);
   const apiKeys = createApiKeyStore(connection);
   const rateLimits = createRateLimitStore(connection);
+  const pins = createPinStore(connection);
+  const files = createFileStore(connection);
+  const folders = createFolderStore(connection);
+  const holds = createHoldQueries(pins, files);
+  const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
     connection,
     users,
     apiKeys,
     rateLimits,
+    holds,
+    pins,
+    files,
+    folders,
+    locks,
+    /** Bytes the user stores: files plus pinned content, derived rather than counted. */
+    async usage(userId: string): Promise<number> {
+      const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
+      return f + p;
+    },
     async ping(): Promise<void> {
       await connection.db!.admin().ping();
     },

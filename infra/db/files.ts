@@ -1,0 +1,112 @@
+import type { Connection, Model, QueryFilter } from 'mongoose';
+import { Schema } from 'mongoose';
+
+export interface FileRecord {
+  /** The file ID. */
+  _id: string;
+  userId: string;
+  cid: string;
+  multihash: string;
+  name: string;
+  description: string | null;
+  size: number;
+  mimeType: string;
+  folderId: string | null;
+  metadata: Record<string, string>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const schema = new Schema<FileRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    cid: { type: String, required: true },
+    multihash: { type: String, required: true },
+    name: { type: String, required: true },
+    description: { type: String, default: null },
+    size: { type: Number, required: true },
+    mimeType: { type: String, required: true },
+    folderId: { type: String, default: null },
+    metadata: { type: Schema.Types.Mixed, default: {} },
+    createdAt: { type: Number, required: true },
+    updatedAt: { type: Number, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+// A user has one file record per piece of content; uploading the same bytes again updates it.
+schema.index({ userId: 1, multihash: 1 }, { unique: true });
+schema.index({ userId: 1, createdAt: -1, _id: -1 });
+
+export interface FileQuery {
+  folderId?: string | null;
+  name?: string;
+  mimeType?: string;
+  from?: number;
+  to?: number;
+  /** The last item of the previous page. */
+  after?: { createdAt: number; id: string };
+  limit: number;
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+export function createFileStore(conn: Connection) {
+  const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
+  return {
+    model: Files,
+
+    /** Inserts the file, or updates the user's record of the same content. `previous` is the
+     * record before the update (null when inserted). */
+    async upsert(file: FileRecord): Promise<{ file: FileRecord; previous: FileRecord | null }> {
+      const { _id, createdAt, ...changes } = file;
+      const previous = await Files.findOneAndUpdate(
+        { userId: file.userId, multihash: file.multihash },
+        { $set: changes, $setOnInsert: { _id, createdAt } },
+        { upsert: true, returnDocument: 'before' },
+      )
+        .lean<FileRecord>()
+        .exec();
+      return { file: previous ? { ...file, _id: previous._id, createdAt: previous.createdAt } : file, previous };
+    },
+
+    async totalSize(userId: string): Promise<number> {
+      const [row] = await Files.aggregate<{ total: number }>([
+        { $match: { userId } },
+        { $group: { _id: null, total: { $sum: '$size' } } },
+      ]).exec();
+      return row?.total ?? 0;
+    },
+
+    findForUser: (userId: string, multihash: string) => Files.findOne({ userId, multihash }).lean<FileRecord>().exec(),
+
+    update: (userId: string, multihash: string, changes: Partial<Pick<FileRecord, 'name' | 'folderId'>>) =>
+      Files.findOneAndUpdate({ userId, multihash }, { $set: { ...changes, updatedAt: Date.now() } }, { returnDocument: 'after' })
+        .lean<FileRecord>()
+        .exec(),
+
+    async delete(fileId: string): Promise<boolean> {
+      return (await Files.deleteOne({ _id: fileId }).exec()).deletedCount === 1;
+    },
+
+    /** Newest first; `after` continues from the previous page's last item. */
+    list(userId: string, q: FileQuery): Promise<FileRecord[]> {
+      const filter: QueryFilter<FileRecord> = { userId };
+      if (q.folderId !== undefined) filter.folderId = q.folderId;
+      if (q.name) filter.name = { $regex: escapeRegex(q.name), $options: 'i' };
+      if (q.mimeType) {
+        filter.mimeType = q.mimeType.endsWith('/*') ? { $regex: `^${escapeRegex(q.mimeType.slice(0, -1))}` } : q.mimeType;
+      }
+      const and: QueryFilter<FileRecord>[] = [];
+      if (q.from !== undefined) and.push({ createdAt: { $gte: q.from } });
+      if (q.to !== undefined) and.push({ createdAt: { $lt: q.to } });
+      if (q.after) {
+        and.push({ $or: [{ createdAt: { $lt: q.after.createdAt } }, { createdAt: q.after.createdAt, _id: { $lt: q.after.id } }] });
+      }
+      if (and.length) filter.$and = and;
+      return Files.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FileRecord[]>().exec();
+    },
+  };
+}
+
+export type FileStore = ReturnType<typeof createFileStore>;

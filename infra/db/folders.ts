@@ -1,0 +1,36 @@
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+
+/** A folder. Minimal until the folders issue adds its endpoints: files can be moved into one. */
+export interface FolderRecord {
+  _id: string;
+  userId: string;
+  name: string;
+  parentFolderId: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const schema = new Schema<FolderRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true, index: true },
+    name: { type: String, required: true },
+    parentFolderId: { type: String, default: null },
+    createdAt: { type: Number, required: true },
+    updatedAt: { type: Number, required: true },
+  },
+  { versionKey: false },
+);
+
+export function createFolderStore(conn: Connection) {
+  const Folders: Model<FolderRecord> = conn.model<FolderRecord>('Folder', schema, 'folders');
+  return {
+    model: Folders,
+    insert: (folder: FolderRecord) => Folders.create(folder),
+    /** The folder if it is the user's; another user's folder is as good as missing. */
+    findForUser: (userId: string, folderId: string) => Folders.findOne({ _id: folderId, userId }).lean<FolderRecord>().exec(),
+  };
+}
+
+export type FolderStore = ReturnType<typeof createFolderStore>;

@@ -1,0 +1,63 @@
+// Starting and signalling the workflows, from the API and from activities. Workflow IDs are
+// business IDs, and every workflow carries the Keyword search attributes Cid and UserId, so
+// the Temporal UI finds any job with `Cid="bafy…"` or `UserId="usr_…"`.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { pinWorkflow, PinInput } from '../workflows/pin.js';
+import type { syncCidWorkflow } from '../workflows/sync-cid.js';
+
+export const CID_ATTRIBUTE = defineSearchAttributeKey('Cid', SearchAttributeType.KEYWORD);
+export const USER_ATTRIBUTE = defineSearchAttributeKey('UserId', SearchAttributeType.KEYWORD);
+
+export const pinWorkflowId = (cid: string, userId: string) => `pin:${cid}:${userId}`;
+export const syncWorkflowId = (multihash: string) => `sync:${multihash}`;
+
+export interface Jobs {
+  /** Tells the content's sync workflow that its holds changed (starting it if needed). */
+  requestSync(multihash: string, cid: string): Promise<void>;
+  /**
+   * Starts the pin request's workflow. `fresh`: a new request, which replaces a workflow of
+   * an earlier, deleted request with the same ID; otherwise an existing run is kept (so
+   * asking again for a request that is still queued is harmless).
+   */
+  startPin(input: PinInput, fresh: boolean): Promise<void>;
+  /** Stops a pin request's workflow, if it runs. */
+  cancelPin(cid: string, userId: string): Promise<void>;
+}
+
+export function createJobs(client: Client, taskQueue: string): Jobs {
+  return {
+    async requestSync(multihash, cid) {
+      const searchAttributes: SearchAttributePair[] = [{ key: CID_ATTRIBUTE, value: cid }];
+      await client.workflow.signalWithStart<typeof syncCidWorkflow, []>('syncCidWorkflow', {
+        workflowId: syncWorkflowId(multihash),
+        taskQueue,
+        args: [{ multihash, cid }],
+        signal: 'changed',
+        signalArgs: [],
+        typedSearchAttributes: searchAttributes,
+      });
+    },
+
+    async startPin(input, fresh) {
+      await client.workflow.start<typeof pinWorkflow>('pinWorkflow', {
+        workflowId: pinWorkflowId(input.cid, input.userId),
+        taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: fresh ? 'TERMINATE_EXISTING' : 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: CID_ATTRIBUTE, value: input.cid },
+          { key: USER_ATTRIBUTE, value: input.userId },
+        ],
+      });
+    },
+
+    async cancelPin(cid, userId) {
+      try {
+        await client.workflow.getHandle(pinWorkflowId(cid, userId)).cancel();
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    },
+  };
+}

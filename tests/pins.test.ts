@@ -1,0 +1,197 @@
+import type { ApiServer } from '../api/server.js';
+import { parseCid } from '../infra/cid.js';
+import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
+import { bytes, cluster, collect, kubo } from './support/content.js';
+import { startSecondNode } from './support/second-node.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let api: ApiServer;
+let worker: WorkerProcess;
+let alice: TestUser;
+let bob: TestUser;
+let second: Awaited<ReturnType<typeof startSecondNode>>;
+const queue = testTaskQueue();
+
+beforeAll(async () => {
+  const env = { TEMPORAL_TASK_QUEUE: queue, PIN_TIMEOUT: '4s' };
+  [api, worker, second] = await Promise.all([startTestApi(env), startWorkerProcess(env), startSecondNode()]);
+  [alice, bob] = await Promise.all([createUser(api), createUser(api)]);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill(), second?.node.stop()]);
+});
+
+const pinStatus = (user: TestUser, cid: string) => call(api, 'GET', `/pin/${cid}`, { key: user.apiKey });
+const clusterStatuses = async (cid: string) => Object.values((await cluster().status(cid)).peer_map).map((p) => p.status);
+const inCluster = async (cid: string) => (await cluster().allocations()).some((a) => a.cid === cid);
+
+/** Content that only the second node has. */
+async function remoteContent(seed: string, size = 300_000): Promise<string> {
+  const added = await second.client.add(await collect(bytes(size, seed)), { cidVersion: 1, rawLeaves: true, chunker: 'size-1048576' });
+  return added.cid.toString();
+}
+
+test('a pin of content that only another node has is fetched through its origin', async () => {
+  const cid = await remoteContent('only-on-node-2');
+  // The stack's Kubo does not have it.
+  await expect(collect(kubo().cat(cid, { offline: true, timeout: 1000 } as never))).rejects.toThrow();
+
+  const res = await call(api, 'POST', '/pin', {
+    key: alice.apiKey,
+    body: { cid, name: 'remote', origins: [second.node.swarmAddress], metadata: { app: 't' } },
+  });
+  expect(res.status).toBe(202);
+  expect(res.body).toMatchObject({
+    cid,
+    status: 'queued',
+    name: 'remote',
+    origins: [second.node.swarmAddress],
+    metadata: { app: 't' },
+    error: null,
+  });
+  const requestId = res.body.requestId;
+
+  const done = await eventually(
+    () => pinStatus(alice, cid),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+  expect(done.body).toMatchObject({ requestId, cid, status: 'pinned', size: 300_000, pinnedAt: expect.any(Number) });
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  expect((await collect(kubo().cat(cid))).equals(await collect(bytes(300_000, 'only-on-node-2')))).toBe(true);
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${requestId}`]);
+  expect(await api.deps.db.usage(alice.userId)).toBe(300_000);
+
+  // Asking again gives the same request, not a second job.
+  const again = await call(api, 'POST', '/pins', { key: alice.apiKey, body: { cid } });
+  expect(again.status).toBe(202);
+  expect(again.body.requestId).toBe(requestId);
+  expect(await api.deps.db.pins.model.countDocuments({ userId: alice.userId, cid })).toBe(1);
+
+  // Operators find the job by CID in Temporal.
+  const found: string[] = [];
+  for await (const wf of api.deps.temporal.client.workflow.list({ query: `Cid="${cid}" AND UserId="${alice.userId}"` }))
+    found.push(wf.workflowId);
+  expect(found).toContain(`pin:${cid}:${alice.userId}`);
+});
+
+test('a pin nobody can provide ends failed with TIMEOUT, and its hold is released', async () => {
+  const cid = 'bafkreie5zj4wlbm4snbhx3tdjdz5ukikhfxygkxsf7xjadb3vdk6elxbbe'; // random bytes nobody has
+  const res = await call(api, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
+  expect(res.status).toBe(202);
+  const failed = await eventually(
+    () => pinStatus(bob, cid),
+    (r) => r.body.status === 'failed',
+    30_000,
+    'failed',
+  );
+  expect(failed.body.error).toEqual({ reason: 'TIMEOUT', details: expect.stringContaining('not fetched in time') });
+  await eventually(
+    () => inCluster(cid),
+    (v) => v === false,
+    30_000,
+    'unpinned from cluster',
+  );
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([]);
+});
+
+test('CIDv0 and CIDv1 name the same content and the same hold', async () => {
+  const k = kubo();
+  const v0 = (await k.add(Buffer.from('legacy content'), { cidVersion: 0, rawLeaves: false })).cid.toString();
+  expect(v0).toMatch(/^Qm/);
+  const v1 = parseCid(v0).v1;
+  const res = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid: v0 } });
+  expect(res.status).toBe(202);
+  expect(res.body.cid).toBe(v1);
+  await eventually(
+    () => pinStatus(alice, v0),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+  expect((await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid: v1 } })).body.requestId).toBe(res.body.requestId);
+  expect((await call(api, 'DELETE', `/pin/${v1}`, { key: alice.apiKey })).status).toBe(200);
+  expect((await pinStatus(alice, v0)).status).toBe(404);
+});
+
+test('unpin leaves the cluster only when nobody holds the content', async () => {
+  const cid = await remoteContent('shared-by-two', 1000);
+  const origins = [second.node.swarmAddress];
+  for (const u of [alice, bob]) expect((await call(api, 'POST', '/pin', { key: u.apiKey, body: { cid, origins } })).status).toBe(202);
+  for (const u of [alice, bob])
+    await eventually(
+      () => pinStatus(u, cid),
+      (r) => r.body.status === 'pinned',
+      30_000,
+      'pinned',
+    );
+
+  // Another user's pin is 404, to read and to delete.
+  const carol = await createUser(api);
+  expect((await pinStatus(carol, cid)).status).toBe(404);
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: carol.apiKey })).status).toBe(404);
+
+  const del = await call(api, 'DELETE', `/pins/${cid}`, { key: alice.apiKey });
+  expect(del.status).toBe(200);
+  expect(del.body).toEqual({ success: true, cid });
+  expect((await pinStatus(alice, cid)).status).toBe(404);
+  // Bob still holds it: it stays pinned.
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: bob.apiKey })).status).toBe(200);
+  await eventually(
+    () => inCluster(cid),
+    (v) => v === false,
+    30_000,
+    'unpinned from cluster',
+  );
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([]);
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: bob.apiKey })).status).toBe(404);
+});
+
+test("deleting a pin also removes the caller's file of that CID", async () => {
+  const up = await call(api, 'POST', '/upload/new', { key: alice.apiKey, body: { content: 'file and pin' } });
+  const cid = up.body.cid;
+  await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+  await eventually(
+    () => pinStatus(alice, cid),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
+  expect((await call(api, 'GET', `/file/${cid}`, { key: alice.apiKey })).status).toBe(404);
+  await eventually(
+    () => inCluster(cid),
+    (v) => v === false,
+    30_000,
+    'unpinned from cluster',
+  );
+});
+
+describe('bad pin requests are 4xx and write nothing', () => {
+  test.each([
+    [{ cid: 'not-a-cid' }, 'INVALID_CID'],
+    [{ cid: 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e', origins: ['/ip4/1.2.3.4/tcp/4001'] }, 'INVALID_INPUT'],
+    [{ cid: 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e', origins: ['not a multiaddr'] }, 'INVALID_INPUT'],
+    [{ cid: 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e', origins: 'x' }, 'INVALID_INPUT'],
+    [{ cid: 42 }, 'INVALID_INPUT'],
+    [{}, 'INVALID_INPUT'],
+  ])('%j → %s', async (body, reason) => {
+    const before = await api.deps.db.pins.model.countDocuments({ userId: bob.userId });
+    const res = await call(api, 'POST', '/pin', { key: bob.apiKey, body });
+    expect(res.status).toBe(400);
+    expect(errorReason(res)).toBe(reason);
+    expect(await api.deps.db.pins.model.countDocuments({ userId: bob.userId })).toBe(before);
+  });
+
+  test('an invalid CID in the path is 400; an unknown one is 404', async () => {
+    const bad = await call(api, 'GET', '/pin/xyz', { key: bob.apiKey });
+    expect(bad.status).toBe(400);
+    expect(errorReason(bad)).toBe('INVALID_CID');
+    const unknown = await call(api, 'GET', '/pin/bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e', { key: bob.apiKey });
+    expect(unknown.status).toBe(404);
+  });
+});

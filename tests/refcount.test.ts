@@ -1,0 +1,104 @@
+// The reference-count race: many users pinning, unpinning and uploading one CID at once
+// must leave it pinned in Cluster exactly when somebody holds it.
+import pLimit from 'p-limit';
+import type { ApiServer } from '../api/server.js';
+import { parseCid } from '../infra/cid.js';
+import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { cluster, kubo } from './support/content.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let api: ApiServer;
+let worker: WorkerProcess;
+let users: TestUser[];
+const queue = testTaskQueue();
+
+beforeAll(async () => {
+  const env = {
+    TEMPORAL_TASK_QUEUE: queue,
+    PLANS_FILE: plansFile({ dharma: { requestsPerMinute: 100_000 } }),
+    LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent',
+  };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  users = [await createUser(api), await createUser(api)];
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+/** Waits until the CID's sync workflow has nothing left to do, then reads Cluster and the holds. */
+async function settledState(cid: string) {
+  const { multihash } = parseCid(cid);
+  await eventually(
+    // describe() reads the workflow's own state (list queries read the lagging visibility store).
+    async () => (await api.deps.temporal.client.workflow.getHandle(`sync:${multihash}`).describe()).status.name,
+    (status) => status !== 'RUNNING',
+    60_000,
+    'sync settled',
+  );
+  const holders = (await api.deps.db.holds.of(multihash)).holders;
+  const pinnedInCluster = (await cluster().allocations()).some((a) => a.cid === cid);
+  return { holders, pinnedInCluster };
+}
+
+/** Whether the stack's Kubo has the CID pinned (Cluster pins there). */
+async function pinnedInKubo(cid: string): Promise<boolean> {
+  try {
+    for await (const _ of kubo().pin.ls({ paths: [cid] as never })) return true;
+  } catch {
+    // "is not pinned"
+  }
+  return false;
+}
+
+test.each([
+  ['ends held', true],
+  ['ends unheld', false],
+])(
+  'hundreds of interleaved pins, unpins and uploads by two users (%s)',
+  async (_label, endHeld) => {
+    const text = `refcount ${endHeld} ${Date.now()}`;
+    const cid = (await kubo().add(Buffer.from(text), { pin: false })).cid.toString();
+    const limit = pLimit(12);
+    const ops: Promise<unknown>[] = [];
+    let seed = endHeld ? 7 : 11;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 300; i++) {
+      const user = users[Math.floor(random() * users.length)]!;
+      const r = random();
+      ops.push(
+        limit(() =>
+          r < 0.45
+            ? call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } })
+            : r < 0.55
+              ? call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: text } })
+              : call(api, 'DELETE', `/pin/${cid}`, { key: user.apiKey }),
+        ),
+      );
+    }
+    const replies = (await Promise.all(ops)) as { status: number; body: unknown }[];
+    expect(replies.filter((r) => ![200, 201, 202, 404].includes(r.status)).map((r) => [r.status, r.body])).toEqual([]);
+
+    // The last word: one user keeps it, or both let go.
+    await Promise.all(users.map((u) => call(api, 'DELETE', `/pin/${cid}`, { key: u.apiKey })));
+    if (endHeld) expect((await call(api, 'POST', '/pin', { key: users[1]!.apiKey, body: { cid } })).status).toBe(202);
+
+    const state = await settledState(cid);
+    expect(state.holders.length > 0).toBe(endHeld);
+    expect(state.pinnedInCluster).toBe(endHeld);
+    await eventually(
+      () => pinnedInKubo(cid),
+      (pinned) => pinned === endHeld,
+      30_000,
+      'Kubo pin state',
+    );
+    if (endHeld) {
+      await eventually(
+        () => call(api, 'GET', `/pin/${cid}`, { key: users[1]!.apiKey }),
+        (r) => r.body.status === 'pinned',
+        30_000,
+        'pinned',
+      );
+    }
+  },
+  180_000,
+);

@@ -1,0 +1,202 @@
+import type { ApiServer } from '../api/server.js';
+import { parseCid } from '../infra/cid.js';
+import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { bytes, cluster, collect, kubo, kuboCid, MiB, multipart, postStream } from './support/content.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let api: ApiServer;
+let worker: WorkerProcess;
+let user: TestUser;
+const queue = testTaskQueue();
+
+beforeAll(async () => {
+  const env = { TEMPORAL_TASK_QUEUE: queue, PLANS_FILE: plansFile({ tiny: { storageMB: 2 } }) };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  user = await createUser(api);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+async function clusterPinned(cid: string): Promise<boolean> {
+  const info = await cluster().status(cid);
+  return Object.values(info.peer_map).some((p) => p.status === 'pinned');
+}
+
+describe('JSON uploads', () => {
+  test('the bytes "hello world" give the profile\'s known CID, read back from Kubo and pinned in Cluster', async () => {
+    const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: 'hello world', description: 'greeting' } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      cid: 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e',
+      description: 'greeting',
+      size: 11,
+      mimeType: 'text/plain',
+      folderId: null,
+      createdAt: expect.any(Number),
+      uris: {
+        ipfs: 'ipfs://bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e',
+        gateway: expect.stringMatching(/\/ipfs\/bafkrei/),
+      },
+    });
+    expect(res.body.sizeMB).toBeCloseTo(11 / MiB, 6);
+    expect((await collect(kubo().cat(res.body.cid))).toString()).toBe('hello world');
+
+    const { multihash } = parseCid(res.body.cid);
+    const file = await api.deps.db.files.findForUser(user.userId, multihash);
+    expect(file).toMatchObject({ cid: res.body.cid, size: 11, description: 'greeting' });
+    expect((await api.deps.db.holds.of(multihash)).holders).toContain(`file:${file!._id}`);
+    await eventually(() => clusterPinned(res.body.cid), Boolean, 30_000, 'pinned in cluster');
+  });
+
+  test('a JSON value is stored as its JSON text; base64 and data: URLs are decoded', async () => {
+    const cases = [
+      [{ content: { a: [1, 2], b: 'x' } }, '{"a":[1,2],"b":"x"}', 'application/json'],
+      [
+        { content: Buffer.from([0, 1, 2, 255]).toString('base64'), encoding: 'base64' },
+        Buffer.from([0, 1, 2, 255]),
+        'application/octet-stream',
+      ],
+      [{ content: `data:image/png;base64,${Buffer.from('PNGDATA').toString('base64')}` }, 'PNGDATA', 'image/png'],
+      [{ content: 'data:text/plain,hello%20there' }, 'hello there', 'text/plain'],
+    ] as const;
+    for (const [body, expected, mimeType] of cases) {
+      const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { ...body, name: 'x' } });
+      expect(res.status).toBe(201);
+      expect(res.body.mimeType).toBe(mimeType);
+      expect(await collect(kubo().cat(res.body.cid))).toEqual(Buffer.from(expected));
+      expect(res.body.cid).toBe(
+        await kuboCid(async function* () {
+          yield Buffer.from(expected);
+        }),
+      );
+    }
+  });
+
+  test.each([
+    [{ description: 'no content' }, 'content'],
+    [{ content: 'x', metadata: { 'bad key': 'v' } }, 'metadata'],
+    [{ content: 'x', metadata: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
+    [{ content: 'not base64!', encoding: 'base64' }, 'base64'],
+    [{ content: 'x', name: 42 }, 'name'],
+  ])('bad input %j is 400 naming %s and writes nothing', async (body, word) => {
+    const before = await api.deps.db.files.model.countDocuments({ userId: user.userId });
+    const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body });
+    expect(res.status).toBe(400);
+    errorReason(res);
+    expect(res.body.error.details).toContain(word);
+    expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(before);
+  });
+
+  test('another content type is 415', async () => {
+    const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: 'x', headers: { 'Content-Type': 'text/plain' } });
+    expect(res.status).toBe(415);
+    expect(errorReason(res)).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+});
+
+describe('multipart uploads', () => {
+  test.each([
+    ['1 byte', 1, /^bafk/],
+    ['1 MiB', MiB, /^bafk/],
+    ['1 MiB + 1', MiB + 1, /^bafy/],
+  ])('%s: the CID is what Kubo gives with the profile, and the bytes read back', async (_label, size, prefix) => {
+    const seed = `mp-${size}`;
+    const form = multipart(
+      { description: 'd', metadata: JSON.stringify({ team: 'core' }) },
+      { name: 'blob.bin', source: bytes(size, seed) },
+    );
+    const res = await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body);
+    expect(res.status).toBe(201);
+    expect(res.body.cid).toMatch(prefix);
+    expect(res.body.cid).toBe(await kuboCid(() => bytes(size, seed)));
+    expect(res.body).toMatchObject({
+      name: 'blob.bin',
+      size,
+      description: 'd',
+      metadata: { team: 'core' },
+      mimeType: 'application/octet-stream',
+    });
+    expect((await collect(kubo().cat(res.body.cid))).equals(await collect(bytes(size, seed)))).toBe(true);
+  });
+
+  test('the MIME type comes from the part, or else the file name', async () => {
+    const a = multipart({}, { name: 'photo.png', type: 'application/octet-stream', source: bytes(10, 'png') });
+    expect((await postStream(`${api.url}/upload/new`, user.apiKey, a.contentType, a.body)).body.mimeType).toBe('image/png');
+    const b = multipart({}, { name: 'data', type: 'text/csv', source: bytes(10, 'csv') });
+    expect((await postStream(`${api.url}/upload/new`, user.apiKey, b.contentType, b.body)).body.mimeType).toBe('text/csv');
+  });
+
+  test('a CAR file: its root becomes the file', async () => {
+    const k = kubo();
+    const dir = await k.add({ path: 'car-dir/a.txt', content: Buffer.from('inside a car') }, { wrapWithDirectory: true, pin: false });
+    const car = await collect(k.dag.export(dir.cid));
+    const form = multipart(
+      { car: 'true', name: 'site' },
+      {
+        name: 'site.car',
+        type: 'application/vnd.ipld.car',
+        source: (async function* () {
+          yield car;
+        })(),
+      },
+    );
+    const res = await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body);
+    expect(res.status).toBe(201);
+    expect(res.body.cid).toBe(dir.cid.toString());
+    expect(res.body.name).toBe('site');
+    expect(res.body.size).toBeGreaterThan(12);
+    await eventually(() => clusterPinned(res.body.cid), Boolean, 30_000, 'car root pinned in cluster');
+  });
+
+  test('no file part is 400; two file parts are 400', async () => {
+    const none = multipart({ name: 'x' });
+    const r1 = await postStream(`${api.url}/upload/new`, user.apiKey, none.contentType, none.body);
+    expect(r1.status).toBe(400);
+    expect(r1.body.error.reason).toBe('MISSING_FILE');
+  });
+
+  test('uploading the same content again updates the record and counts its size once', async () => {
+    const u = await createUser(api);
+    const send = async (name: string) => {
+      const form = multipart({}, { name, source: bytes(1000, 'again') });
+      return postStream(`${api.url}/upload/new`, u.apiKey, form.contentType, form.body);
+    };
+    const first = await send('one.bin');
+    const second = await send('two.bin');
+    expect(second.body.cid).toBe(first.body.cid);
+    expect(second.body.name).toBe('two.bin');
+    expect(second.body.createdAt).toBe(first.body.createdAt);
+    expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(1);
+    expect(await api.deps.db.usage(u.userId)).toBe(1000);
+  });
+
+  test('the storage quota is enforced with 402 STORAGE_LIMIT, and nothing is recorded', async () => {
+    const small = await createUser(api, 'tiny'); // 2 MB
+    const ok = multipart({}, { name: 'a', source: bytes(MiB, 'q1') });
+    expect((await postStream(`${api.url}/upload/new`, small.apiKey, ok.contentType, ok.body)).status).toBe(201);
+    const over = multipart({}, { name: 'b', source: bytes(MiB + 100, 'q2') });
+    const res = await postStream(`${api.url}/upload/new`, small.apiKey, over.contentType, over.body);
+    expect(res.status).toBe(402);
+    expect(res.body.error.reason).toBe('STORAGE_LIMIT');
+    expect(await api.deps.db.files.model.countDocuments({ userId: small.userId })).toBe(1);
+    expect(await api.deps.db.usage(small.userId)).toBe(MiB);
+    // JSON uploads too.
+    const json = await call(api, 'POST', '/upload/new', { key: small.apiKey, body: { content: 'y'.repeat(MiB + 10) } });
+    expect(json.status).toBe(402);
+  });
+});
+
+test('1 GiB + 1 byte streams through with the profile CID', async () => {
+  const size = 1024 * MiB + 1;
+  const big = await createUser(api, 'bodhi'); // more than the free plan's 1 GiB
+  const form = multipart({}, { name: 'big.bin', source: bytes(size, 'big') });
+  const t = Date.now();
+  const res = await postStream(`${api.url}/upload/new`, big.apiKey, form.contentType, form.body);
+  process.stderr.write(`1 GiB + 1 upload through the API: ${((Date.now() - t) / 1000).toFixed(1)} s\n`);
+  expect(res.status).toBe(201);
+  expect(res.body.size).toBe(size);
+  expect(res.body.cid).toBe(await kuboCid(() => bytes(size, 'big')));
+  const stat = await kubo().files.stat(`/ipfs/${res.body.cid}`);
+  expect(Number(stat.size)).toBe(size);
+}, 600_000);
