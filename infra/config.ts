@@ -15,7 +15,7 @@ export interface Config {
   api: { host: string; port: number; publicUrl: string; jsonBodyLimit: string };
   dataDir: string;
   mongodbUri: string;
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string };
   kubo: { apiUrl: string };
   cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
   pins: { timeoutMs: number };
@@ -63,6 +63,7 @@ const envSchema = z.object({
     .optional(),
   TEMPORAL_NAMESPACE: z.string().min(1).default(C.DEFAULT_TEMPORAL_NAMESPACE),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(C.DEFAULT_TASK_QUEUE),
+  WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
   CLUSTER_API_URL: url.optional(),
   MASTER_KEY: z.string().optional(),
@@ -133,6 +134,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     return (value ?? '').replace(/\/+$/, '');
   };
 
+  if (e.WORKFLOW_BUNDLE && !fs.existsSync(e.WORKFLOW_BUNDLE)) problems.push(`WORKFLOW_BUNDLE: ${e.WORKFLOW_BUNDLE} does not exist (npm run build writes dist/workflow-bundle.js)`);
   if (e.CLUSTER_REPLICATION_MAX !== -1 && e.CLUSTER_REPLICATION_MIN > e.CLUSTER_REPLICATION_MAX) {
     problems.push('CLUSTER_REPLICATION_MIN must not exceed CLUSTER_REPLICATION_MAX');
   }
@@ -161,7 +163,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     },
     dataDir,
     mongodbUri: endpoint('mongodb'),
-    temporal: { address: endpoint('temporal'), namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    temporal: {
+      address: endpoint('temporal'),
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      ...(e.WORKFLOW_BUNDLE ? { workflowBundle: path.resolve(e.WORKFLOW_BUNDLE) } : {}),
+    },
     kubo: { apiUrl: endpoint('kubo') },
     cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
     pins: { timeoutMs: e.PIN_TIMEOUT },

@@ -3,7 +3,6 @@
 //   <TEMPORAL_TASK_QUEUE>        workflows and short activities;
 //   <TEMPORAL_TASK_QUEUE>-waits  the long, heartbeating waits for content to be fetched,
 //                                mostly asleep, so many may run at once.
-import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ScheduleAlreadyRunning } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -16,8 +15,8 @@ import { createKubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal.js';
 
-/** A pre-built bundle (npm run build) is used when present; otherwise the sources are bundled at start. */
-const bundlePath = fileURLToPath(new URL('../dist/workflow-bundle.js', import.meta.url));
+/** Development bundles the workflow sources at start; production names a pre-built bundle
+ * (npm run build writes dist/workflow-bundle.js) with WORKFLOW_BUNDLE. */
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export const WAITS_CONCURRENCY = 2000;
@@ -47,7 +46,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   const main = await Worker.create({
     ...common,
     taskQueue: config.temporal.taskQueue,
-    ...(fs.existsSync(bundlePath) ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath }),
+    ...(config.temporal.workflowBundle ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : { workflowsPath }),
     activities,
   });
   const waits = await Worker.create({
