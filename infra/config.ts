@@ -134,7 +134,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     return (value ?? '').replace(/\/+$/, '');
   };
 
-  if (e.WORKFLOW_BUNDLE && !fs.existsSync(e.WORKFLOW_BUNDLE)) problems.push(`WORKFLOW_BUNDLE: ${e.WORKFLOW_BUNDLE} does not exist (npm run build writes dist/workflow-bundle.js)`);
+  if (e.WORKFLOW_BUNDLE && !fs.existsSync(e.WORKFLOW_BUNDLE))
+    problems.push(`WORKFLOW_BUNDLE: ${e.WORKFLOW_BUNDLE} does not exist (npm run build writes dist/workflow-bundle.js)`);
   if (e.CLUSTER_REPLICATION_MAX !== -1 && e.CLUSTER_REPLICATION_MIN > e.CLUSTER_REPLICATION_MAX) {
     problems.push('CLUSTER_REPLICATION_MIN must not exceed CLUSTER_REPLICATION_MAX');
   }
