@@ -111,9 +111,13 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
     deps.db.files.findForUser(userId, cid.multihash),
   ]);
   if (!pin && !file) throw new NotFound('pin');
-  if (pin) await deps.db.pins.delete(pin._id);
+  if (pin) {
+    // Cancelled before the record goes: while the record exists, no new request (and so no
+    // new workflow under the same ID) can be made for this user and content.
+    await deps.jobs.cancelPin(pin.cid, userId);
+    await deps.db.pins.delete(pin._id);
+  }
   if (file) await deps.db.files.delete(file._id);
   await holdsChanged(deps, cid);
-  if (pin) await deps.jobs.cancelPin(pin.cid, userId);
   return { cid: pin?.cid ?? file!.cid };
 }
