@@ -79,6 +79,21 @@ export function createPinActivities({ db, kubo, cluster, jobs, config, logger }:
       await db.pins.markPinned(input.requestId, input.size);
     },
 
+    /**
+     * Sweep: starts the workflow of requests left `queued` for a minute (Temporal was down when
+     * they were made). A workflow that runs is left as it is.
+     */
+    async resumeStalledPins(): Promise<number> {
+      const stalled = await db.pins.stalled(Date.now() - 60_000, 500);
+      for (const p of stalled) {
+        await jobs.startPin(
+          { requestId: p._id, userId: p.userId, cid: p.cid, multihash: p.multihash, origins: p.origins, deadline: p.deadline },
+          false,
+        );
+      }
+      return stalled.length;
+    },
+
     /** Ends the request `failed`, which no longer holds the content, so Cluster stops trying to fetch. */
     async failPin(input: { requestId: string; multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
       await db.pins.markFailed(input.requestId, input.error);

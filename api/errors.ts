@@ -101,6 +101,13 @@ export class DependencyUnavailable extends ApiError {
   }
 }
 
+/** Another request of the same user holds a short lock for longer than we wait. */
+export class Busy extends ApiError {
+  constructor() {
+    super(503, 'BUSY', 'another request of this account is being processed; retry shortly', { 'Retry-After': '1' });
+  }
+}
+
 export class Internal extends ApiError {
   constructor() {
     super(500, 'INTERNAL_ERROR', 'an unexpected error happened; it has been logged');

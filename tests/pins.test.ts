@@ -3,6 +3,7 @@ import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo } from './support/content.js';
 import { startSecondNode } from './support/second-node.js';
+import { freePort } from '../infra/stack/ports.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 let api: ApiServer;
@@ -170,6 +171,30 @@ test("deleting a pin also removes the caller's file of that CID", async () => {
     'unpinned from cluster',
   );
 });
+
+test('Temporal down: the pin is 503, and asking again once it is back resumes the same request', async () => {
+  const cid = (await kubo().add(Buffer.from('while temporal was away'), { pin: false })).cid.toString();
+  const dead = await startTestApi({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
+  try {
+    const res = await call(dead, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
+    expect(res.status).toBe(503);
+    expect(errorReason(res)).toBe('DEPENDENCY_UNAVAILABLE');
+    expect(res.body.error.details).toMatch(/temporal/);
+    expect(res.headers.get('retry-after')).toBe('5');
+  } finally {
+    await dead.close();
+  }
+  const stuck = await pinStatus(bob, cid);
+  expect(stuck.body.status).toBe('queued');
+  const again = await call(api, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
+  expect(again.body.requestId).toBe(stuck.body.requestId);
+  await eventually(
+    () => pinStatus(bob, cid),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+}, 90_000);
 
 describe('bad pin requests are 4xx and write nothing', () => {
   test.each([

@@ -149,6 +149,13 @@ describe('multipart uploads', () => {
     await eventually(() => clusterPinned(res.body.cid), Boolean, 30_000, 'car root pinned in cluster');
   });
 
+  test('a CAR that is not one is 400 INVALID_CAR', async () => {
+    const form = multipart({ car: 'true' }, { name: 'bad.car', source: bytes(5000, 'not-a-car') });
+    const res = await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.reason).toBe('INVALID_CAR');
+  });
+
   test('no file part is 400; two file parts are 400', async () => {
     const none = multipart({ name: 'x' });
     const r1 = await postStream(`${api.url}/upload/new`, user.apiKey, none.contentType, none.body);

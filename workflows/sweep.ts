@@ -1,10 +1,11 @@
-// Scheduled safety net: compares Cluster with the holds and re-runs the sync of any content
-// where they differ (e.g. Temporal was down just after a hold changed, so no signal went out).
+// Scheduled safety net for what a Temporal outage can leave behind: content whose holds and
+// Cluster pins differ (a sync signal that never went out), and pin requests whose workflow
+// never started.
 import { proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 
-const { resyncDifferences } = proxyLocalActivities<Activities>({ startToCloseTimeout: '5m' });
+const { resyncDifferences, resumeStalledPins } = proxyLocalActivities<Activities>({ startToCloseTimeout: '5m' });
 
-export async function sweepWorkflow(): Promise<number> {
-  return resyncDifferences();
+export async function sweepWorkflow(): Promise<{ resynced: number; resumed: number }> {
+  return { resynced: await resyncDifferences(), resumed: await resumeStalledPins() };
 }

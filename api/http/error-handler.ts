@@ -2,10 +2,13 @@
 // status of its class in api/errors.ts. Anything unexpected is logged and answered 500
 // without internals.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ServiceError } from '@temporalio/client';
+import { LockTimeout } from '../../infra/db/locks.js';
 import type { Logger } from '../../infra/logger.js';
 import { RETRY_AFTER_UNAVAILABLE_S } from '../../infra/constants.js';
 import {
   ApiError,
+  Busy,
   DependencyUnavailable,
   Internal,
   InvalidInput,
@@ -40,6 +43,9 @@ function toApiError(err: unknown): ApiError | undefined {
   ) {
     return new DependencyUnavailable('mongodb', RETRY_AFTER_UNAVAILABLE_S);
   }
+  // The Temporal client gives up on an unreachable frontend with a ServiceError.
+  if (err instanceof ServiceError) return new DependencyUnavailable('temporal', RETRY_AFTER_UNAVAILABLE_S);
+  if (err instanceof LockTimeout) return new Busy();
   return undefined;
 }
 

@@ -79,7 +79,11 @@ export function uploadRoutes(deps: UploadDeps, { guard, uploadJsonLimit }: Route
     const car = isCar(upload.fields);
     try {
       const { car: _car, ...record } = parse(multipartFields, upload.fields, 'form');
-      const size = car ? await dagSize(deps.kubo, upload.file.cid) : upload.file.bytes;
+      const size = car
+        ? await dagSize(deps.kubo, upload.file.cid).catch((err) => {
+            throw kuboFailure(err);
+          })
+        : upload.file.bytes;
       return await recordFile(
         deps,
         who,

@@ -46,8 +46,12 @@ export async function addToKubo(kubo: Kubo, source: Uint8Array | AsyncIterable<U
  * them, so a CAR's root is pinned in Kubo at once (see `dropCarRoot`). */
 export async function importCar(kubo: Kubo, source: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<CID> {
   const roots: CID[] = [];
-  for await (const result of kubo.dag.import(source, { pinRoots: true, signal })) {
-    roots.push(result.root.cid);
+  try {
+    for await (const result of kubo.dag.import(source, { pinRoots: true, signal })) roots.push(result.root.cid);
+  } catch (err) {
+    // Kubo answered, so it is up: it could not read the CAR.
+    if ((err as Error).name === 'HTTPError') throw new InvalidInput(`not a valid CAR file: ${(err as Error).message}`, 'INVALID_CAR');
+    throw err;
   }
   if (roots.length !== 1) throw new InvalidInput(`a CAR upload needs exactly one root; this one has ${roots.length}`, 'INVALID_CAR');
   return roots[0]!;

@@ -14,7 +14,9 @@ const schema = new Schema<Lock>(
   { versionKey: false },
 );
 
-export class LockTimeout extends Error {}
+export class LockTimeout extends Error {
+  override name = 'LockTimeout';
+}
 
 /**
  * Short mutual exclusion across processes, for the few decisions that read several documents

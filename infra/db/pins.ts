@@ -76,6 +76,13 @@ export function createPinStore(conn: Connection) {
       return row?.total ?? 0;
     },
 
+    /** Requests still `queued` since before `before`: their workflow may never have started. */
+    stalled: (before: number, limit: number) =>
+      Pins.find({ status: 'queued', updatedAt: { $lt: before } })
+        .limit(limit)
+        .lean<PinRecord[]>()
+        .exec(),
+
     findForUser: (userId: string, multihash: string) => Pins.findOne({ userId, multihash }).lean<PinRecord>().exec(),
 
     get: (requestId: string) => Pins.findById(requestId).lean<PinRecord>().exec(),
