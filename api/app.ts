@@ -78,7 +78,10 @@ export function createApp(deps: AppDeps): Express {
   const content = { db, jobs: deps.jobs };
   app.use(apiKeyRoutes({ db, masterKey: config.masterKey }, options));
   app.use(
-    uploadRoutes({ ...content, kubo: deps.kubo, gatewayUrl: config.gatewayUrl }, { ...options, uploadJsonLimit: config.uploads.jsonLimit }),
+    uploadRoutes(
+      { ...content, kubo: deps.kubo, kuboApiUrl: config.kubo.apiUrl, gatewayUrl: config.gatewayUrl },
+      { ...options, uploadJsonLimit: config.uploads.jsonLimit },
+    ),
   );
   app.use(fileRoutes({ db, gatewayUrl: config.gatewayUrl }, options));
   app.use(pinRoutes({ ...content, pinTimeoutMs: config.pins.timeoutMs }, options));

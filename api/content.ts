@@ -26,6 +26,10 @@ export const metadataSchema = z
 
 export const MB = 1024 * 1024;
 
+/** Early quota checks (before any work) may use a storage figure this old; the decision that
+ * records an upload reads it fresh. */
+export const QUICK_USAGE_MS = 2_000;
+
 /** 402 when the user's stored bytes already reach the plan's quota. */
 export function assertStorageLeft(storageBytes: number, plan: Plan): void {
   if (storageBytes >= plan.storageMB * MB) {

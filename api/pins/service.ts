@@ -6,7 +6,7 @@ import type { ParsedCid } from '../../infra/cid.js';
 import type { Plan } from '../../infra/plans.js';
 import type { User } from '../../infra/db/users.js';
 import { NotFound } from '../errors.js';
-import { assertStorageLeft, holdsChanged, type ContentDeps } from '../content.js';
+import { QUICK_USAGE_MS, assertStorageLeft, holdsChanged, type ContentDeps } from '../content.js';
 
 export interface PinDeps extends ContentDeps {
   pinTimeoutMs: number;
@@ -79,7 +79,7 @@ export async function requestPin(
   if (created) {
     // Checked after the insert so that asking again for an existing request is never refused.
     try {
-      assertStorageLeft(await deps.db.usage(user._id), plan);
+      assertStorageLeft(await deps.db.usage(user._id, { maxAgeMs: QUICK_USAGE_MS }), plan);
     } catch (err) {
       await deps.db.pins.delete(pin._id);
       throw err;

@@ -4,7 +4,7 @@ import { caller } from '../http/auth.js';
 import { resource, type RouterOptions } from '../http/routing.js';
 import { parse } from '../http/validate.js';
 import { ApiError, DependencyUnavailable, UnsupportedMediaType } from '../errors.js';
-import { assertStorageLeft, MB, metadataSchema } from '../content.js';
+import { QUICK_USAGE_MS, assertStorageLeft, MB, metadataSchema } from '../content.js';
 import { RETRY_AFTER_UNAVAILABLE_S } from '../../infra/constants.js';
 import { decodeContent } from './decode.js';
 import { readMultipart } from './multipart.js';
@@ -56,7 +56,7 @@ export function uploadRoutes(deps: UploadDeps, { guard, uploadJsonLimit }: Route
     const { bytes, mimeType } = decodeContent(body.content, body.encoding);
     const who = caller(req);
     if (bytes.length > who.plan.storageMB * MB - (await deps.db.usage(who.user._id))) throw storageLimit(who.plan);
-    const cid = await addToKubo(deps.kubo, bytes).catch((err) => {
+    const cid = await addToKubo(deps, bytes).catch((err) => {
       throw kuboFailure(err);
     });
     return recordFile(deps, who, { cid, size: bytes.length, mimeType }, body);
@@ -71,7 +71,7 @@ export function uploadRoutes(deps: UploadDeps, { guard, uploadJsonLimit }: Route
     const isCar = (fields: Record<string, string>) => fields.car === 'true' || req.query.car === 'true';
     const upload = await readMultipart(
       req,
-      (source, fields, signal) => (isCar(fields) ? importCar(deps.kubo, source, signal) : addToKubo(deps.kubo, source, signal)),
+      (source, fields, signal) => (isCar(fields) ? importCar(deps, source, signal) : addToKubo(deps, source, signal)),
       { maxBytes: left, tooLarge: () => storageLimit(who.plan) },
     ).catch((err) => {
       throw kuboFailure(err);
@@ -98,7 +98,7 @@ export function uploadRoutes(deps: UploadDeps, { guard, uploadJsonLimit }: Route
 
   resource(router, '/upload/new', {
     post: async (req, res, next) => {
-      assertStorageLeft(await deps.db.usage(caller(req).user._id), caller(req).plan);
+      assertStorageLeft(await deps.db.usage(caller(req).user._id, { maxAgeMs: QUICK_USAGE_MS }), caller(req).plan);
       if (req.is('multipart/form-data')) {
         res.status(201).json(await fromMultipart(req));
       } else if (req.is(['application/json', 'application/*+json'])) {

@@ -2,10 +2,10 @@
 // record and a hold are written, and the content's sync workflow pins it through IPFS Cluster
 // (within a second or so). Kubo does not pin on add: an upload refused after the bytes went
 // in (bad fields, quota) leaves nothing pinned, only blocks for Kubo's garbage collector.
-import type { CID } from 'multiformats/cid';
+import { CID } from 'multiformats/cid';
 import { parseCid } from '../../infra/cid.js';
 import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
-import type { Kubo } from '../../infra/kubo.js';
+import { addStream, importCarStream, KuboAddError, type Kubo } from '../../infra/kubo.js';
 import type { Plan } from '../../infra/plans.js';
 import { randomBase62 } from '../../infra/secrets.js';
 import type { User } from '../../infra/db/users.js';
@@ -15,6 +15,7 @@ import { toPublicFile, type PublicFile } from '../files/service.js';
 
 export interface UploadDeps extends ContentDeps {
   kubo: Kubo;
+  kuboApiUrl: string;
   gatewayUrl: string;
 }
 
@@ -26,35 +27,35 @@ export interface FileFields {
 }
 
 /** Adds bytes to Kubo as one UnixFS file; the source is streamed, never held whole. */
-export async function addToKubo(kubo: Kubo, source: Uint8Array | AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<CID> {
-  // kubo-rpc-client sends these as Kubo's own flags (cid-version, raw-leaves, …).
-  const options = {
-    cidVersion: UNIXFS_ADD_OPTIONS['cid-version'],
-    rawLeaves: UNIXFS_ADD_OPTIONS['raw-leaves'],
-    chunker: UNIXFS_ADD_OPTIONS.chunker,
-    hashAlg: UNIXFS_ADD_OPTIONS.hash,
-    maxFileLinks: UNIXFS_ADD_OPTIONS['max-file-links'],
-    trickle: UNIXFS_ADD_OPTIONS.trickle,
-    pin: false,
-    signal,
-  };
-  const added = await kubo.add(source, options as Parameters<Kubo['add']>[1]);
-  return added.cid;
+export async function addToKubo(
+  deps: { kubo: Kubo; kuboApiUrl: string },
+  source: Uint8Array | AsyncIterable<Uint8Array>,
+  signal?: AbortSignal,
+): Promise<CID> {
+  const stream =
+    source instanceof Uint8Array
+      ? (async function* () {
+          yield source;
+        })()
+      : source;
+  // The profile's flags explicitly, and no pin (see the top of this file).
+  const hash = await addStream(deps.kuboApiUrl, stream, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal);
+  return CID.parse(hash);
 }
 
 /** Imports a CAR; its single root becomes the file. Kubo reports roots only when it pins
  * them, so a CAR's root is pinned in Kubo at once (see `dropCarRoot`). */
-export async function importCar(kubo: Kubo, source: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<CID> {
-  const roots: CID[] = [];
+export async function importCar(deps: { kuboApiUrl: string }, source: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<CID> {
+  let roots: string[];
   try {
-    for await (const result of kubo.dag.import(source, { pinRoots: true, signal })) roots.push(result.root.cid);
+    roots = await importCarStream(deps.kuboApiUrl, source, signal);
   } catch (err) {
     // Kubo answered, so it is up: it could not read the CAR.
-    if ((err as Error).name === 'HTTPError') throw new InvalidInput(`not a valid CAR file: ${(err as Error).message}`, 'INVALID_CAR');
+    if (err instanceof KuboAddError) throw new InvalidInput(`not a valid CAR file: ${err.message}`, 'INVALID_CAR');
     throw err;
   }
   if (roots.length !== 1) throw new InvalidInput(`a CAR upload needs exactly one root; this one has ${roots.length}`, 'INVALID_CAR');
-  return roots[0]!;
+  return CID.parse(roots[0]!);
 }
 
 /** Undoes a CAR import that was refused after the fact, unless someone holds the root. */

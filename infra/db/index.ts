@@ -26,6 +26,7 @@ export async function openDatabase(uri: string) {
   const files = createFileStore(connection);
   const folders = createFolderStore(connection);
   const holds = createHoldQueries(pins, files);
+  const usageCache = new Map<string, { bytes: number; at: number }>();
   const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
@@ -38,16 +39,24 @@ export async function openDatabase(uri: string) {
     files,
     folders,
     locks,
-    /** Bytes the user stores: files plus pinned content, derived rather than counted. */
-    async usage(userId: string): Promise<number> {
+    /**
+     * Bytes the user stores: files plus pinned content, derived rather than counted. Quick
+     * checks may accept a value up to `maxAgeMs` old; the quota decision of an upload reads
+     * it fresh under the user's lock.
+     */
+    async usage(userId: string, options: { maxAgeMs?: number } = {}): Promise<number> {
+      const cached = usageCache.get(userId);
+      if (cached && options.maxAgeMs && Date.now() - cached.at <= options.maxAgeMs) return cached.bytes;
       const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
+      if (usageCache.size > 10_000) usageCache.clear();
+      usageCache.set(userId, { bytes: f + p, at: Date.now() });
       return f + p;
     },
     async ping(): Promise<void> {
       await connection.db!.admin().ping();
     },
     async close(): Promise<void> {
-      await apiKeys.flush().catch(() => undefined);
+      await Promise.all([apiKeys.flush(), rateLimits.flush()]).catch(() => undefined);
       await connection.close();
     },
   };
