@@ -67,7 +67,9 @@ describe('rate limiting', () => {
     expect(retryAfter).toBeLessThanOrEqual(60);
     expect(over.headers.get('x-ratelimit-limit')).toBe('5');
 
-    // The counter lives in MongoDB, so a second API process sees the same count.
+    // The counter lives in MongoDB, so a second API process sees the same count (once this
+    // process has shared its counts, which it does every 250 ms; here at once).
+    await api.deps.db.rateLimits.flush();
     const second = await startTestApi({ PLANS_FILE: plansFile({ tiny: { requestsPerMinute: 5 } }) });
     try {
       expect((await call(second, 'GET', '/apikeys', { key: limited.apiKey })).status).toBe(429);

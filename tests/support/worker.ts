@@ -1,6 +1,6 @@
 // A worker as its own process (as in production), so tests can also kill it mid-job.
 import { spawn, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
+import { DEFAULT_TASK_QUEUE } from '../../infra/constants.js';
 import { testEnv } from './stack.js';
 
 export interface WorkerProcess {
@@ -9,8 +9,13 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** A task queue of the test's own, for both the API and its workers. */
-export const testTaskQueue = () => `test-${crypto.randomBytes(4).toString('hex')}`;
+/**
+ * The task queue of the tests' APIs and workers: the same for all, as in production. Workflow
+ * IDs are business IDs (`sync:<multihash>`), shared by every queue of the namespace, so a
+ * workflow that a worker-less test file started (uploading content that another file uploads
+ * too) must be one that a later file's worker picks up.
+ */
+export const testTaskQueue = () => DEFAULT_TASK_QUEUE;
 
 export async function startWorkerProcess(env: Record<string, string | undefined>): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
