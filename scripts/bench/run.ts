@@ -30,7 +30,13 @@ function exitCode(signal: NodeJS.Signals): number {
   return 128 + (os.constants.signals[signal] ?? 1);
 }
 
-function summary(upload: UploadResult, pins: PinsResult, empty: number, load: { api: LoadResult; bare: LoadResult }): string[] {
+function summary(
+  upload: UploadResult,
+  pins: PinsResult,
+  empty: number,
+  load: { api: LoadResult; bare: LoadResult },
+  loadStart: string,
+): string[] {
   const uploadRatio = upload.apiMBps / upload.kuboMBps;
   const growth = upload.rssPeak - upload.rssBefore;
   const pinRatio = pins.pinsPerSecond / empty;
@@ -47,7 +53,10 @@ function summary(upload: UploadResult, pins: PinsResult, empty: number, load: { 
       `${Math.round(load.api.requestsPerSecond)} req/s vs bare express ${Math.round(load.bare.requestsPerSecond)} req/s ` +
       `(p50 ${load.bare.p50} ms p99 ${load.bare.p99} ms)  ratio ${fixed(loadRatio, 2)} (goal >= 0.5: ${verdict(loadRatio >= 0.5)})` +
       `${load.api.bad > 0 ? `  [${load.api.bad} answers not 2xx: ${load.api.statuses}]` : ''}`,
-    `bench: one run on one machine (${os.cpus().length} cores, shared with other work): expect noise of 10-20% between runs`,
+    // Other work on a shared machine moves these figures (measured here: the empty workflow
+    // rate went from 27/s to 11/s between two runs), so the load is printed with them.
+    `bench: one run on one machine: ${os.cpus().length} cores, load average ${loadStart} at start, ${fixed(os.loadavg()[0]!)} at end ` +
+      `(other processes share it; compare runs with care)`,
   ];
 }
 
@@ -87,6 +96,7 @@ async function main(): Promise<number> {
   process.on('SIGTERM', onSignal);
 
   try {
+    const loadStart = fixed(os.loadavg()[0]!);
     const t = Date.now();
     stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
     const { endpoints } = await stackStarting;
@@ -112,7 +122,7 @@ async function main(): Promise<number> {
 
     const load = await benchLatency({ apiUrl, apiKey: user.apiKey, cid: pins.cids[0]!, say }, track);
 
-    process.stdout.write(`\n${summary(upload, pins, empty.perSecond, load).join('\n')}\n`);
+    process.stdout.write(`\n${summary(upload, pins, empty.perSecond, load, loadStart).join('\n')}\n`);
     // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
     const broken = [
       ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
