@@ -50,8 +50,27 @@ function ensureDependencies() {
   log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+/** `v1.2.3`, or `v1.2.3+tag` for a patched build. Same rule as infra/stack/binaries.ts. */
+const buildName = (spec) => `${spec.version}${spec.buildTag ? `+${spec.buildTag}` : ''}`;
+
 export function binDir(name, spec) {
-  return path.join(cacheDir, 'bin', `${name}-${spec.version}`);
+  return path.join(cacheDir, 'bin', `${name}-${buildName(spec)}`);
+}
+
+/** Our own source edits to a dependency, each found exactly once (versions.json says why). */
+function applyPatches(name, srcDir, patches) {
+  for (const patch of patches) {
+    const file = path.join(srcDir, patch.file);
+    const text = fs.readFileSync(file, 'utf8');
+    const count = text.split(patch.find).length - 1;
+    if (count !== 1) throw new Error(`${name}: patch of ${patch.file} expects its text once, found it ${count} times`);
+    fs.chmodSync(file, 0o644);
+    fs.writeFileSync(
+      file,
+      text.replace(patch.find, () => patch.replace),
+    );
+    log(`  patched ${patch.file}`);
+  }
 }
 
 function buildComponent(name, spec) {
@@ -59,21 +78,24 @@ function buildComponent(name, spec) {
   const missing = Object.keys(spec.commands).filter((cmd) => !fs.existsSync(path.join(out, cmd)));
   if (missing.length === 0) return;
   const started = Date.now();
-  log(`building ${name} ${spec.version} (${missing.join(', ')}) from ${spec.module}; a cold build takes minutes`);
+  log(`building ${name} ${buildName(spec)} (${missing.join(', ')}) from ${spec.module}; a cold build takes minutes`);
   const env = { ...process.env, GOFLAGS: '-modcacherw', CGO_ENABLED: process.env.CGO_ENABLED ?? '0' };
   const info = JSON.parse(run('go', ['mod', 'download', '-json', `${spec.module}@${spec.version}`], { env, cwd: os.tmpdir() }));
   if (info.Error) throw new Error(`go mod download ${spec.module}: ${info.Error}`);
   let srcDir = info.Dir;
   const work = fs.mkdtempSync(path.join(cacheDir, `build-${name}-`));
   try {
-    if (spec.versionFile) {
-      // FerretDB embeds build/version/version.txt and panics at start without it; the module
-      // cache copy is read-only, so build from a writable copy with the file written.
+    if (spec.versionFile || spec.patches) {
+      // The module cache copy is read-only: version files and patches go into a writable copy.
       srcDir = path.join(work, 'src');
       fs.cpSync(info.Dir, srcDir, { recursive: true });
+    }
+    if (spec.versionFile) {
+      // FerretDB embeds build/version/version.txt and panics at start without it.
       fs.chmodSync(path.dirname(path.join(srcDir, spec.versionFile)), 0o755);
       fs.writeFileSync(path.join(srcDir, spec.versionFile), `${spec.version}\n`);
     }
+    if (spec.patches) applyPatches(name, srcDir, spec.patches);
     const tmpOut = path.join(work, 'out');
     fs.mkdirSync(tmpOut, { recursive: true });
     for (const cmd of missing) {

@@ -131,3 +131,26 @@ test('MongoDB answers ping and round-trips a document', async () => {
     await conn.close();
   }
 });
+
+// The stack's FerretDB is built with a patch (infra/stack/versions.json) so that reads,
+// updates and deletes by `_id` use the `_id` index instead of reading the whole table, which
+// every hot path of the service relies on (infra/db/by-id.ts). Its explain output shows
+// SQLite's own query plan.
+test('MongoDB finds a document by _id through the index', async () => {
+  const conn = await mongoose.createConnection(env('STUPA_TEST_MONGODB_URI')).asPromise();
+  try {
+    const things = conn.db!.collection<{ _id: string }>(`stack_test_${crypto.randomBytes(4).toString('hex')}`);
+    await things.insertMany(Array.from({ length: 50 }, (_, i) => ({ _id: `doc-${i}` })));
+    const explained = (await things.find({ _id: 'doc-7' }).explain()) as {
+      serverInfo?: { ferretdbVersion?: string };
+      queryPlanner?: { Plan?: string[] };
+    };
+    expect(explained.serverInfo?.ferretdbVersion).toBe('v1.24.2');
+    const plan = (explained.queryPlanner?.Plan ?? []).join('\n');
+    expect(plan).toMatch(/SEARCH .* USING INDEX .*__id_/);
+    expect(plan).not.toMatch(/\bSCAN\b/);
+    await things.drop();
+  } finally {
+    await conn.close();
+  }
+});

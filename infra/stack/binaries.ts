@@ -1,12 +1,12 @@
 // Where scripts/bootstrap.mjs put the stack's commands: the same rule as its binDir(),
-// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>/<command>.
+// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>[+<buildTag>]/<command>.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths.js';
 
 interface Manifest {
-  components: Record<string, { module: string; version: string; commands: Record<string, string> }>;
+  components: Record<string, { module: string; version: string; buildTag?: string; commands: Record<string, string> }>;
 }
 
 function readManifest(): Manifest {
@@ -21,7 +21,7 @@ export function cacheDir(): string {
 export function binaryPath(component: string, command: string): string {
   const spec = readManifest().components[component];
   if (!spec?.commands[command]) throw new Error(`infra/stack/versions.json has no command "${command}" for component "${component}"`);
-  const file = path.join(cacheDir(), 'bin', `${component}-${spec.version}`, command);
+  const file = path.join(cacheDir(), 'bin', `${component}-${spec.version}${spec.buildTag ? `+${spec.buildTag}` : ''}`, command);
   if (!fs.existsSync(file)) {
     throw new Error(
       `${command} ${spec.version} is not built (${file} is missing): run \`node scripts/bootstrap.mjs\` ` +
