@@ -1,16 +1,29 @@
-// Activities of the pin workflow: status bookkeeping in MongoDB, and the long wait for
-// Cluster to report the content pinned while the origins are dialled.
+// Activities of the pin workflow: status bookkeeping in MongoDB, asking Cluster to pin, and
+// waiting for Cluster to report the content pinned while the origins are dialled.
 import { Context } from '@temporalio/activity';
 import { multiaddr } from '@multiformats/multiaddr';
-import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS } from '../infra/constants.js';
+import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
+import { createClusterPinner } from './holds.js';
 import type { ActivityDeps } from './index.js';
 
-export type PinOutcome = { pinned: true; size: number | null } | { pinned: false; lastStatus: string };
+/** Which request: its record's `_id` and its request ID (a later request may reuse the `_id`). */
+export interface PinRef {
+  key: string;
+  requestId: string;
+}
+
+export type PinOutcome =
+  | { pinned: true; size: number | null }
+  | { pinned: false; lastStatus: string; requested: boolean }
+  /** The request was deleted or failed meanwhile: nothing more to do. */
+  | { gone: true };
 
 /** Retrying `pin_error` pins too often only restarts the fetch; once in a while is enough. */
 const RECOVER_EVERY_MS = 30_000;
 
-export function createPinActivities({ db, kubo, cluster, jobs, config, logger }: ActivityDeps) {
+export function createPinActivities(deps: ActivityDeps) {
+  const { db, kubo, cluster, jobs, config, logger } = deps;
+  const clusterPin = createClusterPinner(deps);
   /** Pinned once at least `replicationMin` peers (at least one) report it pinned. */
   const needed = Math.max(1, config.cluster.replicationMin);
 
@@ -33,40 +46,95 @@ export function createPinActivities({ db, kubo, cluster, jobs, config, logger }:
     );
   }
 
+  /**
+   * Asks Cluster to pin, then checks that the request still holds the content; if it was
+   * deleted or failed meanwhile, the sync workflow is asked for a full round, which unpins it
+   * unless someone else holds it (activities/holds.ts). Throws when Cluster is unreachable.
+   */
+  async function requestClusterPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<'requested' | 'gone'> {
+    await clusterPin(input.cid, input.origins);
+    const pin = await db.pins.get(input.key);
+    if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
+    await jobs.requestSync(input.multihash, input.cid);
+    return 'gone';
+  }
+
+  /** Cluster's view: pinned, or the statuses it reports (and recovers a pin in error). */
+  async function clusterStatus(cid: string, recover: boolean): Promise<{ pinned: boolean; status: string; error: boolean }> {
+    const info = await cluster.status(cid, { signal: AbortSignal.timeout(10_000) });
+    const statuses = Object.values(info.peer_map ?? {}).map((p) => p.status);
+    const pinned = statuses.filter((s) => s === 'pinned').length >= needed;
+    const error = statuses.includes('pin_error');
+    if (!pinned && error && recover) await cluster.recover(cid);
+    return { pinned, status: statuses.join(', ') || 'no peers', error };
+  }
+
   return {
-    async setPinStatus(input: { requestId: string; status: 'pinning' }): Promise<void> {
-      await db.pins.setStatus(input.requestId, input.status);
+    /**
+     * The pin's first step, run as a local activity: marks it `pinning`, dials the origins,
+     * asks Cluster to pin, and waits briefly. Content that is already local is usually pinned
+     * by then, so the whole pin takes one workflow task; otherwise the workflow goes on to
+     * the long wait. A Cluster outage is not an error here: the long wait retries the request.
+     */
+    async beginPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<PinOutcome> {
+      if (!(await db.pins.setStatus(input.key, input.requestId, 'pinning'))) return { gone: true };
+      if (input.origins.length > 0) await dial(input.origins);
+      try {
+        if ((await requestClusterPin(input)) === 'gone') return { gone: true };
+      } catch (err) {
+        return { pinned: false, requested: false, lastStatus: `cluster unreachable (${(err as Error).message})` };
+      }
+      let lastStatus = 'not yet known';
+      const until = Date.now() + QUICK_PIN_WAIT_MS;
+      for (let wait = 20; Date.now() < until; wait = Math.min(wait * 2, 250)) {
+        await new Promise((r) => setTimeout(r, wait));
+        try {
+          const s = await clusterStatus(input.cid, false);
+          if (s.pinned) return { pinned: true, size: await contentSize(input.cid) };
+          lastStatus = s.status;
+          if (s.error) break;
+        } catch (err) {
+          lastStatus = `cluster unreachable (${(err as Error).message})`;
+          break;
+        }
+      }
+      return { pinned: false, requested: true, lastStatus };
     },
 
     /**
-     * Waits until Cluster reports the content pinned, or the deadline passes. Dials the
-     * origins at once and again with backoff while the content is being fetched; asks Cluster
-     * to recover a pin in error; outlives Kubo and Cluster outages (it keeps polling). It
-     * heartbeats, so Temporal notices a dead worker and runs it again elsewhere.
+     * Waits until Cluster reports the content pinned, or the deadline passes. Asks Cluster to
+     * pin until it could (`requested`), dials the origins again with backoff while the content
+     * is being fetched, asks Cluster to recover a pin in error, and outlives Kubo and Cluster
+     * outages (it keeps polling). It heartbeats, so Temporal notices a dead worker and runs it
+     * again elsewhere.
      */
-    async awaitClusterPin(input: { cid: string; origins: string[]; deadline: number }): Promise<PinOutcome> {
+    async awaitClusterPin(
+      input: PinRef & { cid: string; multihash: string; origins: string[]; deadline: number; requested: boolean },
+    ): Promise<PinOutcome> {
       const ctx = Context.current();
+      let requested = input.requested;
       let lastStatus = 'not yet known';
       let nextDial = 0;
       let dialDelay = ORIGIN_REDIAL_MIN_MS;
       let lastRecover = 0;
       for (;;) {
         const now = Date.now();
-        if (now >= input.deadline) return { pinned: false, lastStatus };
+        if (now >= input.deadline) return { pinned: false, requested, lastStatus };
         if (input.origins.length > 0 && now >= nextDial) {
           await dial(input.origins);
           nextDial = Date.now() + dialDelay;
           dialDelay = Math.min(dialDelay * 2, ORIGIN_REDIAL_MAX_MS);
         }
         try {
-          const info = await cluster.status(input.cid, { signal: AbortSignal.timeout(10_000) });
-          const statuses = Object.values(info.peer_map ?? {}).map((p) => p.status);
-          if (statuses.filter((s) => s === 'pinned').length >= needed) return { pinned: true, size: await contentSize(input.cid) };
-          lastStatus = statuses.join(', ') || 'no peers';
-          if (statuses.includes('pin_error') && now - lastRecover > RECOVER_EVERY_MS) {
-            lastRecover = now;
-            await cluster.recover(input.cid);
+          if (!requested) {
+            if ((await requestClusterPin(input)) === 'gone') return { gone: true };
+            requested = true;
           }
+          const recover = now - lastRecover > RECOVER_EVERY_MS;
+          const s = await clusterStatus(input.cid, recover);
+          if (s.pinned) return { pinned: true, size: await contentSize(input.cid) };
+          if (s.error && recover) lastRecover = now;
+          lastStatus = s.status;
         } catch (err) {
           lastStatus = `cluster unreachable (${(err as Error).message})`;
         }
@@ -75,8 +143,8 @@ export function createPinActivities({ db, kubo, cluster, jobs, config, logger }:
       }
     },
 
-    async completePin(input: { requestId: string; userId: string; size: number | null }): Promise<void> {
-      await db.pins.markPinned(input.requestId, input.size);
+    async completePin(input: PinRef & { size: number | null }): Promise<void> {
+      await db.pins.markPinned(input.key, input.requestId, input.size);
     },
 
     /**
@@ -87,7 +155,15 @@ export function createPinActivities({ db, kubo, cluster, jobs, config, logger }:
       const stalled = await db.pins.stalled(Date.now() - 60_000, 500);
       for (const p of stalled) {
         await jobs.startPin(
-          { requestId: p._id, userId: p.userId, cid: p.cid, multihash: p.multihash, origins: p.origins, deadline: p.deadline },
+          {
+            key: p._id,
+            requestId: p.requestId,
+            userId: p.userId,
+            cid: p.cid,
+            multihash: p.multihash,
+            origins: p.origins,
+            deadline: p.deadline,
+          },
           false,
         );
       }
@@ -95,8 +171,8 @@ export function createPinActivities({ db, kubo, cluster, jobs, config, logger }:
     },
 
     /** Ends the request `failed`, which no longer holds the content, so Cluster stops trying to fetch. */
-    async failPin(input: { requestId: string; multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
-      await db.pins.markFailed(input.requestId, input.error);
+    async failPin(input: PinRef & { multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
+      await db.pins.markFailed(input.key, input.requestId, input.error);
       await jobs.requestSync(input.multihash, input.cid);
     },
   };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CidError, parseCid, type ParsedCid } from '../infra/cid.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../infra/constants.js';
 import type { Database } from '../infra/db/index.js';
+import type { HolderRef } from '../infra/db/holds.js';
 import type { Jobs } from '../infra/jobs.js';
 import type { Plan } from '../infra/plans.js';
 import { InvalidInput, PlanLimitReached } from './errors.js';
@@ -37,7 +38,8 @@ export function assertStorageLeft(storageBytes: number, plan: Plan): void {
   }
 }
 
-/** After a record that holds content changed: its sync workflow makes Cluster match. */
-export async function holdsChanged(deps: ContentDeps, cid: ParsedCid): Promise<void> {
-  await deps.jobs.requestSync(cid.multihash, cid.v1);
+/** After a record that holds content changed: its sync workflow makes Cluster match.
+ * `added`: the change was only this record's insert or update. */
+export async function holdsChanged(deps: ContentDeps, cid: ParsedCid, added?: HolderRef): Promise<void> {
+  await deps.jobs.requestSync(cid.multihash, cid.v1, added);
 }

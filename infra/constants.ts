@@ -37,6 +37,9 @@ export const LIST_MAX_LIMIT = 1000;
 
 /** Pins: how often the cluster status is polled, and the origins re-dialled (with backoff). */
 export const PIN_POLL_MS = 500;
+/** How long a pin's first step waits for Cluster before handing over to the long wait: local
+ * content is pinned well within it. */
+export const QUICK_PIN_WAIT_MS = 3_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;
 /** A pin activity that stops heartbeating for this long is retried on another worker. */

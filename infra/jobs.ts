@@ -4,7 +4,8 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import type { pinWorkflow, PinInput } from '../workflows/pin.js';
-import type { syncCidWorkflow } from '../workflows/sync-cid.js';
+import type { SyncChange, syncCidWorkflow } from '../workflows/sync-cid.js';
+import type { HolderRef } from './db/holds.js';
 
 export const CID_ATTRIBUTE = defineSearchAttributeKey('Cid', SearchAttributeType.KEYWORD);
 export const USER_ATTRIBUTE = defineSearchAttributeKey('UserId', SearchAttributeType.KEYWORD);
@@ -13,8 +14,12 @@ export const pinWorkflowId = (cid: string, userId: string) => `pin:${cid}:${user
 export const syncWorkflowId = (multihash: string) => `sync:${multihash}`;
 
 export interface Jobs {
-  /** Tells the content's sync workflow that its holds changed (starting it if needed). */
-  requestSync(multihash: string, cid: string): Promise<void>;
+  /**
+   * Tells the content's sync workflow that its holds changed (starting it if needed). `added`:
+   * the change was this record's insert, so checking that one record is enough; without it,
+   * a hold may have gone and the workflow reads them all.
+   */
+  requestSync(multihash: string, cid: string, added?: HolderRef): Promise<void>;
   /**
    * Starts the pin request's workflow. `fresh`: a new request, which replaces a workflow of
    * an earlier, deleted request with the same ID; otherwise an existing run is kept (so
@@ -27,14 +32,15 @@ export interface Jobs {
 
 export function createJobs(client: Client, taskQueue: string): Jobs {
   return {
-    async requestSync(multihash, cid) {
+    async requestSync(multihash, cid, added) {
       const searchAttributes: SearchAttributePair[] = [{ key: CID_ATTRIBUTE, value: cid }];
-      await client.workflow.signalWithStart<typeof syncCidWorkflow, []>('syncCidWorkflow', {
+      const change: SyncChange = added ? { added } : {};
+      await client.workflow.signalWithStart<typeof syncCidWorkflow, [SyncChange]>('syncCidWorkflow', {
         workflowId: syncWorkflowId(multihash),
         taskQueue,
         args: [{ multihash, cid }],
         signal: 'changed',
-        signalArgs: [],
+        signalArgs: [change],
         typedSearchAttributes: searchAttributes,
       });
     },

@@ -1,3 +1,4 @@
+import proto from '@temporalio/proto';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
@@ -114,6 +115,40 @@ test('CIDv0 and CIDv1 name the same content and the same hold', async () => {
   expect((await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid: v1 } })).body.requestId).toBe(res.body.requestId);
   expect((await call(api, 'DELETE', `/pin/${v1}`, { key: alice.apiKey })).status).toBe(200);
   expect((await pinStatus(alice, v0)).status).toBe(404);
+});
+
+test('a pin of local content finishes in one workflow task; a pin made again after a delete is a new request', async () => {
+  const cid = (await kubo().add(Buffer.from(`local ${Date.now()}`), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  const first = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+  await eventually(
+    () => pinStatus(alice, cid),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  const handle = api.deps.temporal.client.workflow.getHandle(`pin:${cid}:${alice.userId}`);
+  await handle.result();
+  const events = (await handle.fetchHistory()).events ?? [];
+  const { EventType } = proto.temporal.api.enums.v1; // a CommonJS module: no named ESM exports
+  const count = (type: number) => events.filter((e) => e.eventType === type).length;
+  // Local activities leave markers; there is no activity task and no second workflow task.
+  expect(count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(0);
+  expect(count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toBe(1);
+  expect(count(EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(2);
+
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
+  const second = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+  expect(second.status).toBe(202);
+  expect(second.body.requestId).not.toBe(first.body.requestId);
+  await eventually(
+    () => pinStatus(alice, cid),
+    (r) => r.body.status === 'pinned' && r.body.requestId === second.body.requestId,
+    30_000,
+    'pinned again',
+  );
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${second.body.requestId}`]);
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
 });
 
 test('unpin leaves the cluster only when nobody holds the content', async () => {

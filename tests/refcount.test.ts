@@ -1,8 +1,10 @@
 // The reference-count race: many users pinning, unpinning and uploading one CID at once
 // must leave it pinned in Cluster exactly when somebody holds it.
 import pLimit from 'p-limit';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
+import { pinWorkflowId } from '../infra/jobs.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -25,15 +27,30 @@ afterAll(async () => {
   await Promise.all([api?.close(), worker?.kill()]);
 });
 
-/** Waits until the CID's sync workflow has nothing left to do, then reads Cluster and the holds. */
+/** The workflow's state: describe() reads it directly (list queries read the lagging visibility store). */
+async function workflowStatus(workflowId: string): Promise<string> {
+  try {
+    return (await api.deps.temporal.client.workflow.getHandle(workflowId).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'NONE';
+    throw err;
+  }
+}
+
+/**
+ * Waits until nothing is left to do for the CID, then reads Cluster and the holds. Pin
+ * workflows pin too, and may signal the sync workflow as they end, so they are read first.
+ */
 async function settledState(cid: string) {
   const { multihash } = parseCid(cid);
   await eventually(
-    // describe() reads the workflow's own state (list queries read the lagging visibility store).
-    async () => (await api.deps.temporal.client.workflow.getHandle(`sync:${multihash}`).describe()).status.name,
-    (status) => status !== 'RUNNING',
+    async () => {
+      const pins = await Promise.all(users.map((u) => workflowStatus(pinWorkflowId(cid, u.userId))));
+      return [...pins, await workflowStatus(`sync:${multihash}`)];
+    },
+    (statuses) => !statuses.includes('RUNNING'),
     60_000,
-    'sync settled',
+    'pin and sync workflows settled',
   );
   const holders = (await api.deps.db.holds.of(multihash)).holders;
   const pinnedInCluster = (await cluster().allocations()).some((a) => a.cid === cid);

@@ -1,11 +1,13 @@
 // Authentication: `X-Api-Key: <key>` or `Authorization: Bearer <key>` (decisions.md). The key
-// is found by its SHA-256 digest and the digest compared in constant time; an unknown,
-// expired or deleted key is 401. Deletion is effective at once: nothing is cached.
+// is found by its prefix (its first 12 characters) and its SHA-256 digest compared in constant
+// time; an unknown, expired or deleted key is 401. Deletion is effective at once: nothing is
+// cached (concurrent requests with one key share a read that began after they arrived).
 import type { Request, RequestHandler } from 'express';
 import type { Database } from '../../infra/db/index.js';
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import type { User } from '../../infra/db/users.js';
 import type { Plan, Plans } from '../../infra/plans.js';
+import { API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey } from '../../infra/secrets.js';
 import { Internal, Unauthorized } from '../errors.js';
 
@@ -41,7 +43,7 @@ export function authenticate(db: Database, plans: Plans): RequestHandler {
     if (!presented) throw new Unauthorized();
     if (!looksLikeApiKey(presented)) throw new Unauthorized('the API key is malformed');
     const hex = digest(presented);
-    const key = await db.apiKeys.findByDigest(hex);
+    const key = await db.apiKeys.get(presented.slice(0, API_KEY_PREFIX_LENGTH));
     if (!key || !digestsEqual(key.digest, hex)) throw new Unauthorized('the API key is unknown or was deleted');
     const now = Date.now();
     if (key.expiresAt !== undefined && key.expiresAt !== null && key.expiresAt <= now) throw new Unauthorized('the API key has expired');

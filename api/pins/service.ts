@@ -1,6 +1,7 @@
 // Pin use-cases: a pin request is a MongoDB record, a hold on the content, and a Temporal
 // workflow (workflows/pin.ts) that takes it from queued to pinned or failed.
 import { randomBase62 } from '../../infra/secrets.js';
+import { userContentKey } from '../../infra/db/by-id.js';
 import type { PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import type { Plan } from '../../infra/plans.js';
@@ -28,7 +29,7 @@ export interface PublicPin {
 }
 
 export const toPublicPin = (p: PinRecord): PublicPin => ({
-  requestId: p._id,
+  requestId: p.requestId,
   cid: p.cid,
   status: p.status,
   name: p.name,
@@ -43,7 +44,8 @@ export const toPublicPin = (p: PinRecord): PublicPin => ({
 });
 
 const workflowInput = (p: PinRecord) => ({
-  requestId: p._id,
+  key: p._id,
+  requestId: p.requestId,
   userId: p.userId,
   cid: p.cid,
   multihash: p.multihash,
@@ -59,7 +61,8 @@ export async function requestPin(
   const { user, plan } = caller;
   const now = Date.now();
   const { pin, created } = await deps.db.pins.createOrGet({
-    _id: `pin_${randomBase62(20)}`,
+    _id: userContentKey(user._id, input.cid.multihash),
+    requestId: `pin_${randomBase62(20)}`,
     userId: user._id,
     cid: input.cid.v1,
     multihash: input.cid.multihash,
@@ -87,10 +90,12 @@ export async function requestPin(
   }
 
   // A failed request starts over; a queued or pinning one is (re)attached to its workflow,
-  // which is a no-op when it runs, and repairs a request whose start was lost.
+  // which is a no-op when it runs, and repairs a request whose start was lost. The workflow
+  // itself asks Cluster to pin (activities/holds.ts says why that is safe).
   let current = pin;
-  if (pin.status === 'failed') current = (await deps.db.pins.retryFailed(pin._id, input.origins, now + deps.pinTimeoutMs)) ?? pin;
-  await holdsChanged(deps, input.cid);
+  if (pin.status === 'failed') {
+    current = (await deps.db.pins.retryFailed(pin._id, pin.requestId, input.origins, now + deps.pinTimeoutMs)) ?? pin;
+  }
   await deps.jobs.startPin(workflowInput(current), created || pin.status === 'failed');
   return toPublicPin(current);
 }

@@ -7,7 +7,7 @@ import { parseCid } from '../../infra/cid.js';
 import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { addStream, importCarStream, KuboAddError, type Kubo } from '../../infra/kubo.js';
 import type { Plan } from '../../infra/plans.js';
-import { randomBase62 } from '../../infra/secrets.js';
+import { userContentKey } from '../../infra/db/by-id.js';
 import type { User } from '../../infra/db/users.js';
 import { InvalidInput, PlanLimitReached } from '../errors.js';
 import { holdsChanged, MB, type ContentDeps } from '../content.js';
@@ -96,7 +96,7 @@ export async function recordFile(
     const now = Date.now();
     return (
       await deps.db.files.upsert({
-        _id: `fil_${randomBase62(20)}`,
+        _id: userContentKey(user._id, cid.multihash),
         userId: user._id,
         cid: cid.v1,
         multihash: cid.multihash,
@@ -111,6 +111,6 @@ export async function recordFile(
       })
     ).file;
   });
-  await holdsChanged(deps, cid);
+  await holdsChanged(deps, cid, { kind: 'file', key: file._id });
   return toPublicFile(file, deps.gatewayUrl);
 }

@@ -1,6 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { LAST_USED_FLUSH_MS } from '../constants.js';
+import { coalesceReads } from './by-id.js';
 
 export interface ApiKey {
   /** The key prefix (first 12 characters): public, unique, the S3 access key id later. */
@@ -32,6 +33,7 @@ const schema = new Schema<ApiKey>(
 
 export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
+  const get = coalesceReads((prefix: string) => Keys.findById(prefix).lean<ApiKey>().exec());
   // lastUsedAt is gathered in memory and written in one bulk every few seconds, so a
   // request costs no database write for it. Readers of this process see the pending values.
   const pendingUse = new Map<string, number>();
@@ -52,11 +54,16 @@ export function createApiKeyStore(conn: Connection) {
 
     insert: (key: ApiKey) => Keys.create(key),
 
-    findByDigest: (hex: string) => Keys.findOne({ digest: hex }).lean<ApiKey>().exec(),
+    /** The key with this prefix (its `_id`): how a request's key is found, by `_id` alone
+     * (by-id.ts); the caller compares the digest. Concurrent lookups share reads. */
+    get,
 
     countForUser: (userId: string) => Keys.countDocuments({ userId }).exec(),
 
-    findByPrefix: (userId: string, prefix: string) => Keys.findOne({ _id: prefix, userId }).lean<ApiKey>().exec(),
+    async findByPrefix(userId: string, prefix: string): Promise<ApiKey | null> {
+      const key = await get(prefix);
+      return key?.userId === userId ? key : null;
+    },
 
     async listForUser(userId: string): Promise<ApiKey[]> {
       const keys = await Keys.find({ userId }).sort({ createdAt: 1, _id: 1 }).lean<ApiKey[]>().exec();

@@ -1,8 +1,10 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
+import { userContentKey } from './by-id.js';
 
 export interface FileRecord {
-  /** The file ID. */
+  /** `<userId>:<multihash>` (by-id.ts): a user has one file record per piece of content;
+   * uploading the same bytes again updates it. */
   _id: string;
   userId: string;
   cid: string;
@@ -34,8 +36,6 @@ const schema = new Schema<FileRecord>(
   },
   { versionKey: false, minimize: false },
 );
-// A user has one file record per piece of content; uploading the same bytes again updates it.
-schema.index({ userId: 1, multihash: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
 
 export interface FileQuery {
@@ -61,13 +61,13 @@ export function createFileStore(conn: Connection) {
     async upsert(file: FileRecord): Promise<{ file: FileRecord; previous: FileRecord | null }> {
       const { _id, createdAt, ...changes } = file;
       const previous = await Files.findOneAndUpdate(
-        { userId: file.userId, multihash: file.multihash },
-        { $set: changes, $setOnInsert: { _id, createdAt } },
+        { _id },
+        { $set: changes, $setOnInsert: { createdAt } },
         { upsert: true, returnDocument: 'before' },
       )
         .lean<FileRecord>()
         .exec();
-      return { file: previous ? { ...file, _id: previous._id, createdAt: previous.createdAt } : file, previous };
+      return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
     async totalSize(userId: string): Promise<number> {
@@ -78,15 +78,19 @@ export function createFileStore(conn: Connection) {
       return row?.total ?? 0;
     },
 
-    findForUser: (userId: string, multihash: string) => Files.findOne({ userId, multihash }).lean<FileRecord>().exec(),
+    findForUser: (userId: string, multihash: string) => Files.findById(userContentKey(userId, multihash)).lean<FileRecord>().exec(),
 
     update: (userId: string, multihash: string, changes: Partial<Pick<FileRecord, 'name' | 'folderId'>>) =>
-      Files.findOneAndUpdate({ userId, multihash }, { $set: { ...changes, updatedAt: Date.now() } }, { returnDocument: 'after' })
+      Files.findOneAndUpdate(
+        { _id: userContentKey(userId, multihash) },
+        { $set: { ...changes, updatedAt: Date.now() } },
+        { returnDocument: 'after' },
+      )
         .lean<FileRecord>()
         .exec(),
 
-    async delete(fileId: string): Promise<boolean> {
-      return (await Files.deleteOne({ _id: fileId }).exec()).deletedCount === 1;
+    async delete(key: string): Promise<boolean> {
+      return (await Files.deleteOne({ _id: key }).exec()).deletedCount === 1;
     },
 
     /** Newest first; `after` continues from the previous page's last item. */

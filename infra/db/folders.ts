@@ -29,7 +29,11 @@ export function createFolderStore(conn: Connection) {
     model: Folders,
     insert: (folder: FolderRecord) => Folders.create(folder),
     /** The folder if it is the user's; another user's folder is as good as missing. */
-    findForUser: (userId: string, folderId: string) => Folders.findOne({ _id: folderId, userId }).lean<FolderRecord>().exec(),
+    async findForUser(userId: string, folderId: string): Promise<FolderRecord | null> {
+      // By `_id` alone, the owner checked after (by-id.ts).
+      const folder = await Folders.findById(folderId).lean<FolderRecord>().exec();
+      return folder?.userId === userId ? folder : null;
+    },
   };
 }
 

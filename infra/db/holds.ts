@@ -12,6 +12,12 @@
 import type { FileStore } from './files.js';
 import type { PinStore } from './pins.js';
 
+/** One record that holds content, by its `_id`: what a sync request names when a hold was added. */
+export interface HolderRef {
+  kind: 'pin' | 'file';
+  key: string;
+}
+
 export interface Holds {
   /** Holders of the content, e.g. `pin:<requestId>`, `file:<fileId>`. */
   holders: string[];
@@ -24,19 +30,33 @@ export interface Holds {
 export function createHoldQueries(pins: PinStore, files: FileStore) {
   const holding = { status: { $ne: 'failed' as const } };
   return {
+    /**
+     * Every holder of the content. It reads whole collections on FerretDB (by-id.ts), so only
+     * decisions to unpin use it; adding a hold is checked with `holds`.
+     */
     async of(multihash: string): Promise<Holds> {
       const [p, f] = await Promise.all([
         pins.model
-          .find({ multihash, ...holding }, { cid: 1, origins: 1 })
+          .find({ multihash, ...holding }, { requestId: 1, cid: 1, origins: 1 })
           .lean()
           .exec(),
         files.model.find({ multihash }, { cid: 1 }).lean().exec(),
       ]);
       return {
-        holders: [...p.map((r) => `pin:${r._id}`), ...f.map((r) => `file:${r._id}`)],
+        holders: [...p.map((r) => `pin:${r.requestId}`), ...f.map((r) => `file:${r._id}`)],
         cid: p[0]?.cid ?? f[0]?.cid,
         origins: [...new Set(p.flatMap((r) => r.origins ?? []))],
       };
+    },
+
+    /** Whether this record exists and holds its content (a pin request that has not failed). */
+    async holds(ref: HolderRef): Promise<{ cid: string; origins: string[] } | null> {
+      if (ref.kind === 'pin') {
+        const pin = await pins.get(ref.key);
+        return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
+      }
+      const file = await files.model.findById(ref.key, { cid: 1 }).lean().exec();
+      return file ? { cid: file.cid, origins: [] } : null;
     },
 
     /** Every held multihash with a CID to pin it by (for the sweep). */

@@ -1,12 +1,15 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 
 export type PinStatus = 'queued' | 'pinning' | 'pinned' | 'failed';
 
 export interface PinRecord {
-  /** The request ID. */
+  /** `<userId>:<multihash>` (by-id.ts): a user has one request per piece of content. */
   _id: string;
+  /** The public request ID, new for every request (a deleted one's is not reused). */
+  requestId: string;
   userId: string;
   cid: string;
   multihash: string;
@@ -27,6 +30,7 @@ export interface PinRecord {
 const schema = new Schema<PinRecord>(
   {
     _id: { type: String, required: true },
+    requestId: { type: String, required: true },
     userId: { type: String, required: true },
     cid: { type: String, required: true },
     multihash: { type: String, required: true },
@@ -44,12 +48,29 @@ const schema = new Schema<PinRecord>(
   },
   { versionKey: false, minimize: false },
 );
-// One request per user and content: pinning the same CID twice gives the same request.
-schema.index({ userId: 1, multihash: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
+
+type Active = 'queued' | 'pinning';
+const ACTIVE: readonly PinStatus[] = ['queued', 'pinning'];
 
 export function createPinStore(conn: Connection) {
   const Pins: Model<PinRecord> = conn.model<PinRecord>('Pin', schema, 'pins');
+  const get = (key: string) => Pins.findById(key).lean<PinRecord>().exec();
+  const getShared = coalesceReads(get);
+
+  /**
+   * Moves request `requestId` (stored under `key`) from a status in `from` with `changes`.
+   * Read, check, then write by `_id` alone (by-id.ts); FerretDB runs a filtered update as a
+   * read and a write anyway. The workflow of a request is its only writer while it is active,
+   * and the request ID check keeps a late write of a deleted request off its successor.
+   */
+  async function transition(key: string, requestId: string, from: readonly PinStatus[], changes: Partial<PinRecord>): Promise<boolean> {
+    const current = await get(key);
+    if (!current || current.requestId !== requestId || !from.includes(current.status)) return false;
+    const res = await Pins.updateOne({ _id: key }, { $set: { ...changes, updatedAt: Date.now() } }).exec();
+    return res.matchedCount === 1;
+  }
+
   return {
     model: Pins,
 
@@ -63,7 +84,7 @@ export function createPinStore(conn: Connection) {
         } catch (err) {
           if (!isDuplicateKey(err) || attempt >= 5) throw err;
         }
-        const existing = await Pins.findOne({ userId: pin.userId, multihash: pin.multihash }).lean<PinRecord>().exec();
+        const existing = await get(pin._id);
         if (existing) return { pin: existing, created: false };
       }
     },
@@ -83,45 +104,29 @@ export function createPinStore(conn: Connection) {
         .lean<PinRecord[]>()
         .exec(),
 
-    findForUser: (userId: string, multihash: string) => Pins.findOne({ userId, multihash }).lean<PinRecord>().exec(),
+    /** The user's request for the content. Concurrent lookups share reads (by-id.ts). */
+    findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),
 
-    get: (requestId: string) => Pins.findById(requestId).lean<PinRecord>().exec(),
+    get,
 
     /** A failed request starts over (same request ID) when the user pins the CID again. */
-    retryFailed: (requestId: string, origins: string[], deadline: number) =>
-      Pins.findOneAndUpdate(
-        { _id: requestId, status: 'failed' },
-        { $set: { status: 'queued', error: null, origins, deadline, updatedAt: Date.now() } },
-        { returnDocument: 'after' },
-      )
-        .lean<PinRecord>()
-        .exec(),
-
-    /** Moves a request forward; a request that was deleted or already finished is left alone. */
-    async setStatus(requestId: string, status: 'pinning'): Promise<void> {
-      await Pins.updateOne({ _id: requestId, status: { $in: ['queued', 'pinning'] } }, { $set: { status, updatedAt: Date.now() } }).exec();
+    async retryFailed(key: string, requestId: string, origins: string[], deadline: number): Promise<PinRecord | null> {
+      const changes = { status: 'queued' as const, error: null, origins, deadline };
+      return (await transition(key, requestId, ['failed'], changes)) ? get(key) : null;
     },
+
+    /** Moves an active request forward; a request that was deleted or already finished is left alone. */
+    setStatus: (key: string, requestId: string, status: Active) => transition(key, requestId, ACTIVE, { status }),
 
     /** True when this call moved the request to `pinned` (so its size is counted once). */
-    async markPinned(requestId: string, size: number | null): Promise<boolean> {
-      const now = Date.now();
-      const res = await Pins.updateOne(
-        { _id: requestId, status: { $in: ['queued', 'pinning'] } },
-        { $set: { status: 'pinned', size, pinnedAt: now, updatedAt: now, error: null } },
-      ).exec();
-      return res.modifiedCount === 1;
-    },
+    markPinned: (key: string, requestId: string, size: number | null) =>
+      transition(key, requestId, ACTIVE, { status: 'pinned', size, pinnedAt: Date.now(), error: null }),
 
-    async markFailed(requestId: string, error: { reason: string; details: string }): Promise<boolean> {
-      const res = await Pins.updateOne(
-        { _id: requestId, status: { $in: ['queued', 'pinning'] } },
-        { $set: { status: 'failed', error, updatedAt: Date.now() } },
-      ).exec();
-      return res.modifiedCount === 1;
-    },
+    markFailed: (key: string, requestId: string, error: { reason: string; details: string }) =>
+      transition(key, requestId, ACTIVE, { status: 'failed', error }),
 
-    async delete(requestId: string): Promise<boolean> {
-      return (await Pins.deleteOne({ _id: requestId }).exec()).deletedCount === 1;
+    async delete(key: string): Promise<boolean> {
+      return (await Pins.deleteOne({ _id: key }).exec()).deletedCount === 1;
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { randomBase62 } from '../secrets.js';
+import { coalesceReads } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 
 export interface User {
@@ -48,7 +49,8 @@ export function createUserStore(conn: Connection) {
       return doc;
     },
 
-    get: (userId: string) => Users.findById(userId).lean<User>().exec(),
+    /** Concurrent lookups of one user share reads (by-id.ts). */
+    get: coalesceReads((userId: string) => Users.findById(userId).lean<User>().exec()),
 
     list: () => Users.find().sort({ createdAt: 1 }).lean<User[]>().exec(),
 
