@@ -24,6 +24,11 @@ export const API_KEY_MAX_EXPIRES_IN_S = 10 * 365 * 24 * 3600;
 
 /** Rate limits count requests per key in fixed one-minute windows. */
 export const RATE_WINDOW_MS = 60_000;
+/**
+ * API keys and users found by a process are read again after this long. A key deleted or a
+ * plan changed through the same process counts at once; through another, within this time.
+ */
+export const AUTH_MEMORY_MS = 1_000;
 /** How often `lastUsedAt` values gathered in memory are written to MongoDB. */
 export const LAST_USED_FLUSH_MS = 5_000;
 /** How long a dependency check of /readyz may take before the dependency counts as down. */

@@ -1,4 +1,5 @@
 import type { ApiServer } from '../api/server.js';
+import { AUTH_MEMORY_MS } from '../infra/constants.js';
 import { digest, unseal } from '../infra/secrets.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
 
@@ -150,6 +151,19 @@ describe('API key lifecycle', () => {
   });
 });
 
+test('a key deleted through another API process stops working there within AUTH_MEMORY_MS', async () => {
+  const other = await startTestApi({ LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
+  try {
+    const created = await call(api, 'POST', '/apikeys', { key: alice.apiKey });
+    expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(200);
+    expect((await call(api, 'DELETE', `/apikeys/${created.body.keyPrefix}`, { key: alice.apiKey })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, AUTH_MEMORY_MS + 50));
+    expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(401);
+  } finally {
+    await other.close();
+  }
+});
+
 describe('API key expiry', () => {
   test('expiresIn gives expiresAt, listed too; an expired key is 401', async () => {
     const created = await call(api, 'POST', '/apikeys', { key: alice.apiKey, body: { name: 'temp', expiresIn: 60 } });
@@ -158,8 +172,10 @@ describe('API key expiry', () => {
     const listed = await call(api, 'GET', '/apikeys', { key: created.body.apiKey });
     expect(listed.body.find((k: { keyPrefix: string }) => k.keyPrefix === created.body.keyPrefix).expiresAt).toBe(created.body.expiresAt);
 
-    // Expiry is a comparison with the stored time: move it into the past.
+    // Expiry is a comparison with the stored time: move it into the past, as another process
+    // (an operator) would. The API reads keys again at most AUTH_MEMORY_MS later.
     await api.deps.db.apiKeys.model.updateOne({ _id: created.body.keyPrefix }, { $set: { expiresAt: Date.now() - 1 } });
+    await new Promise((r) => setTimeout(r, AUTH_MEMORY_MS + 50));
     const res = await call(api, 'GET', '/apikeys', { key: created.body.apiKey });
     expect(res.status).toBe(401);
     expect(res.body.error.details).toMatch(/expired/);

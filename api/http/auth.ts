@@ -1,7 +1,8 @@
 // Authentication: `X-Api-Key: <key>` or `Authorization: Bearer <key>` (decisions.md). The key
 // is found by its prefix (its first 12 characters) and its SHA-256 digest compared in constant
-// time; an unknown, expired or deleted key is 401. Deletion is effective at once: nothing is
-// cached (concurrent requests with one key share a read that began after they arrived).
+// time; an unknown, expired or deleted key is 401. Keys and users are read again at most
+// every AUTH_MEMORY_MS (1 s): deleting a key or changing a plan counts at once in the process
+// that made the change, and within that second in the others.
 import type { Request, RequestHandler } from 'express';
 import type { Database } from '../../infra/db/index.js';
 import type { ApiKey } from '../../infra/db/api-keys.js';

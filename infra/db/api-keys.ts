@@ -1,7 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { LAST_USED_FLUSH_MS } from '../constants.js';
-import { coalesceReads } from './by-id.js';
+import { AUTH_MEMORY_MS, LAST_USED_FLUSH_MS } from '../constants.js';
+import { rememberReads } from './by-id.js';
 
 export interface ApiKey {
   /** The key prefix (first 12 characters): public, unique, the S3 access key id later. */
@@ -33,7 +33,8 @@ const schema = new Schema<ApiKey>(
 
 export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
-  const get = coalesceReads((prefix: string) => Keys.findById(prefix).lean<ApiKey>().exec());
+  const byPrefix = rememberReads((prefix: string) => Keys.findById(prefix).lean<ApiKey>().exec(), AUTH_MEMORY_MS);
+  const get = byPrefix.get;
   // lastUsedAt is gathered in memory and written in one bulk every few seconds, so a
   // request costs no database write for it. Readers of this process see the pending values.
   const pendingUse = new Map<string, number>();
@@ -55,7 +56,7 @@ export function createApiKeyStore(conn: Connection) {
     insert: (key: ApiKey) => Keys.create(key),
 
     /** The key with this prefix (its `_id`): how a request's key is found, by `_id` alone
-     * (by-id.ts); the caller compares the digest. Concurrent lookups share reads. */
+     * (by-id.ts); the caller compares the digest. Read at most once per AUTH_MEMORY_MS. */
     get,
 
     countForUser: (userId: string) => Keys.countDocuments({ userId }).exec(),
@@ -82,7 +83,10 @@ export function createApiKeyStore(conn: Connection) {
       }).exec(),
 
     async delete(userId: string, id: string): Promise<boolean> {
-      const res = await Keys.deleteOne({ _id: id, userId }).exec();
+      const key = await Keys.findById(id).lean<ApiKey>().exec();
+      if (key?.userId !== userId) return false;
+      const res = await Keys.deleteOne({ _id: id }).exec();
+      byPrefix.forget(id);
       pendingUse.delete(id);
       return res.deletedCount === 1;
     },

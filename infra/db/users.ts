@@ -1,7 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { randomBase62 } from '../secrets.js';
-import { coalesceReads } from './by-id.js';
+import { AUTH_MEMORY_MS } from '../constants.js';
+import { rememberReads } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 
 export interface User {
@@ -27,6 +28,7 @@ const schema = new Schema<User>(
 
 export function createUserStore(conn: Connection) {
   const Users: Model<User> = conn.model<User>('User', schema, 'users');
+  const byId = rememberReads((userId: string) => Users.findById(userId).lean<User>().exec(), AUTH_MEMORY_MS);
   return {
     model: Users,
 
@@ -49,15 +51,18 @@ export function createUserStore(conn: Connection) {
       return doc;
     },
 
-    /** Concurrent lookups of one user share reads (by-id.ts). */
-    get: coalesceReads((userId: string) => Users.findById(userId).lean<User>().exec()),
+    /** Read at most once per AUTH_MEMORY_MS (by-id.ts): every request reads its user. */
+    get: byId.get,
 
     list: () => Users.find().sort({ createdAt: 1 }).lean<User[]>().exec(),
 
-    setPlan: (userId: string, plan: string) =>
-      Users.findByIdAndUpdate(userId, { $set: { plan, updatedAt: Date.now() } }, { returnDocument: 'after' })
+    async setPlan(userId: string, plan: string): Promise<User | null> {
+      const user = await Users.findByIdAndUpdate(userId, { $set: { plan, updatedAt: Date.now() } }, { returnDocument: 'after' })
         .lean<User>()
-        .exec(),
+        .exec();
+      byId.forget(userId);
+      return user;
+    },
   };
 }
 
