@@ -16,7 +16,7 @@ import { startStack, type Stack } from '../../infra/stack/stack.js';
 import { createBenchUser, serviceEnv, startApi, startWorkerProcess } from './children.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
-import { benchUpload, type UploadResult } from './upload.js';
+import { benchUpload, ROUNDS, type UploadResult } from './upload.js';
 
 function say(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);
@@ -42,7 +42,7 @@ function summary(
   const pinRatio = pins.pinsPerSecond / empty;
   const loadRatio = load.api.requestsPerSecond / load.bare.requestsPerSecond;
   return [
-    `bench: upload 1 GiB   api ${fixed(upload.apiMBps)} MB/s  kubo ${fixed(upload.kuboMBps)} MB/s  ratio ${fixed(uploadRatio, 2)} ` +
+    `bench: upload 1 GiB   api ${fixed(upload.apiMBps)} MB/s  kubo ${fixed(upload.kuboMBps)} MB/s (best of ${ROUNDS} rounds each)  ratio ${fixed(uploadRatio, 2)} ` +
       `(goal >= 0.9: ${verdict(uploadRatio >= 0.9)})  api rss ${mb(upload.rssBefore)} -> ${mb(upload.rssPeak)} MB (peak` +
       `${upload.peakIsOfUpload ? ' of the upload' : ' since start'}; growth ${mb(growth)} MB, goal <= ~100: ${verdict(growth <= 110 * 2 ** 20)})` +
       `  cid ${upload.sameCid ? 'same as kubo' : 'DIFFERS from kubo'}`,

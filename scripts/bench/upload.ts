@@ -3,14 +3,20 @@
 //
 // Block deduplication: Kubo's blockstore skips writing a block it already has (a `Has` check
 // before each `Put`), so whichever add runs second on the same bytes would write nothing and
-// look faster. Both runs use the same bytes (so their CIDs must match), Kubo's own add goes
-// first, and its blocks, unpinned (pin=false), are removed with `repo gc` before the API's
-// upload: both then write every block into the same, equally empty, repo.
+// look faster. Within a round both runs use the same bytes (so their CIDs must match), Kubo's
+// own add goes first, and its blocks, unpinned (pin=false), are removed with `repo gc` before
+// the API's upload: both then write every block into the same, equally empty, repo. Each
+// round has bytes of its own.
+//
+// Noise: on a shared two-core machine one 1 GiB run of either path moved by 20-30% between
+// bench runs (measured: Kubo 174-252 MB/s). So there are ROUNDS rounds, and each path's best
+// round counts, the usual reading of a throughput benchmark on a noisy machine.
 import { createClusterClient } from '../../infra/cluster.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
 import { procMemory, resetPeakMemory } from './children.js';
 
 export const UPLOAD_SIZE = 1024 * MiB;
+export const ROUNDS = 2;
 
 // The unixfs-v1-2025 profile as Kubo's own query flags (infra/constants.ts UNIXFS_ADD_OPTIONS).
 const KUBO_ADD_QUERY = 'cid-version=1&raw-leaves=true&chunker=size-1048576&hash=sha2-256&max-file-links=1024&pin=false';
@@ -85,26 +91,28 @@ export async function benchUpload(t: Target, signal: AbortSignal): Promise<Uploa
   await kuboGc(t.kuboApiUrl);
   signal.throwIfAborted();
 
-  t.say('upload: 1 GiB straight into Kubo');
-  const kubo = await timed(() => kuboAdd(t.kuboApiUrl, UPLOAD_SIZE, seed));
-  await kuboGc(t.kuboApiUrl);
-  signal.throwIfAborted();
-
-  t.say('upload: the same 1 GiB through POST /upload/new');
   const rssBefore = procMemory(t.apiPid, 'VmRSS');
   const peakIsOfUpload = resetPeakMemory(t.apiPid);
-  const api = await timed(() => apiUpload(t, UPLOAD_SIZE, seed));
-  const rssPeak = procMemory(t.apiPid, 'VmHWM');
-  await awaitClusterPinned(t.clusterApiUrl, api.value, signal);
-
   const mb = UPLOAD_SIZE / MiB;
-  return {
-    apiMBps: mb / api.seconds,
-    kuboMBps: mb / kubo.seconds,
-    cid: api.value,
-    sameCid: api.value === kubo.value,
-    rssBefore,
-    rssPeak,
-    peakIsOfUpload,
-  };
+  let best: { kubo: number; api: number } = { kubo: 0, api: 0 };
+  let cid = '';
+  let sameCid = true;
+  for (let round = 1; round <= ROUNDS; round++) {
+    const bytesSeed = `${seed}-round-${round}`;
+    t.say(`upload: round ${round} of ${ROUNDS}: 1 GiB straight into Kubo`);
+    const kubo = await timed(() => kuboAdd(t.kuboApiUrl, UPLOAD_SIZE, bytesSeed));
+    await kuboGc(t.kuboApiUrl);
+    signal.throwIfAborted();
+
+    t.say(`upload: round ${round} of ${ROUNDS}: the same 1 GiB through POST /upload/new`);
+    const api = await timed(() => apiUpload(t, UPLOAD_SIZE, bytesSeed));
+    await awaitClusterPinned(t.clusterApiUrl, api.value, signal);
+    t.say(`upload: round ${round}: api ${(mb / api.seconds).toFixed(1)} MB/s, kubo ${(mb / kubo.seconds).toFixed(1)} MB/s`);
+    best = { kubo: Math.max(best.kubo, mb / kubo.seconds), api: Math.max(best.api, mb / api.seconds) };
+    sameCid &&= api.value === kubo.value;
+    cid = api.value;
+  }
+  // The peak covers every API upload of the rounds.
+  const rssPeak = procMemory(t.apiPid, 'VmHWM');
+  return { apiMBps: best.api, kuboMBps: best.kubo, cid, sameCid, rssBefore, rssPeak, peakIsOfUpload };
 }
