@@ -2,6 +2,7 @@
 // `file` part flows straight into Kubo, so a file of any size costs the API process only
 // the chunks in flight. Fields must come before the file part to affect how it is added
 // (`car`); all fields are applied to the file record.
+import { Transform } from 'node:stream';
 import type { Request } from 'express';
 import busboy from 'busboy';
 import mime from 'mime-types';
@@ -61,16 +62,19 @@ export function readMultipart(
       }
       let bytes = 0;
       let overLimit: Error | undefined;
-      async function* counted(): AsyncGenerator<Uint8Array> {
-        for await (const chunk of stream as AsyncIterable<Buffer>) {
+      // A Transform rather than an async generator: streams pass chunks on without a promise each.
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
-          if (bytes > limits.maxBytes) throw (overLimit = limits.tooLarge());
-          yield chunk;
-        }
-      }
+          if (bytes > limits.maxBytes) return done((overLimit = limits.tooLarge()));
+          done(null, chunk);
+        },
+      });
+      stream.on('error', (err) => counted.destroy(err));
+      stream.pipe(counted);
       const declared = info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : undefined;
       const filename = info.filename ?? 'file';
-      adding = add(counted(), { ...fields }, abort.signal).then((cid) => ({
+      adding = add(counted, { ...fields }, abort.signal).then((cid) => ({
         cid,
         bytes,
         filename,
