@@ -153,20 +153,7 @@ export function createPinActivities(deps: ActivityDeps) {
      */
     async resumeStalledPins(): Promise<number> {
       const stalled = await db.pins.stalled(Date.now() - 60_000, 500);
-      for (const p of stalled) {
-        await jobs.startPin(
-          {
-            key: p._id,
-            requestId: p.requestId,
-            userId: p.userId,
-            cid: p.cid,
-            multihash: p.multihash,
-            origins: p.origins,
-            deadline: p.deadline,
-          },
-          false,
-        );
-      }
+      for (const pin of stalled) await jobs.startPin(pin, false);
       return stalled.length;
     },
 

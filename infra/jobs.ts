@@ -6,6 +6,7 @@ import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair
 import type { pinWorkflow, PinInput } from '../workflows/pin.js';
 import type { SyncChange, syncCidWorkflow } from '../workflows/sync-cid.js';
 import type { HolderRef } from './db/holds.js';
+import type { PinRecord } from './db/pins.js';
 
 export const CID_ATTRIBUTE = defineSearchAttributeKey('Cid', SearchAttributeType.KEYWORD);
 export const USER_ATTRIBUTE = defineSearchAttributeKey('UserId', SearchAttributeType.KEYWORD);
@@ -25,7 +26,7 @@ export interface Jobs {
    * an earlier, deleted request with the same ID; otherwise an existing run is kept (so
    * asking again for a request that is still queued is harmless).
    */
-  startPin(input: PinInput, fresh: boolean): Promise<void>;
+  startPin(pin: PinRecord, fresh: boolean): Promise<void>;
   /** Stops a pin request's workflow, if it runs. */
   cancelPin(cid: string, userId: string): Promise<void>;
 }
@@ -45,7 +46,16 @@ export function createJobs(client: Client, taskQueue: string): Jobs {
       });
     },
 
-    async startPin(input, fresh) {
+    async startPin(pin, fresh) {
+      const input: PinInput = {
+        key: pin._id,
+        requestId: pin.requestId,
+        userId: pin.userId,
+        cid: pin.cid,
+        multihash: pin.multihash,
+        origins: pin.origins,
+        deadline: pin.deadline,
+      };
       await client.workflow.start<typeof pinWorkflow>('pinWorkflow', {
         workflowId: pinWorkflowId(input.cid, input.userId),
         taskQueue,

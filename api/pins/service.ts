@@ -43,16 +43,6 @@ export const toPublicPin = (p: PinRecord): PublicPin => ({
   error: p.error,
 });
 
-const workflowInput = (p: PinRecord) => ({
-  key: p._id,
-  requestId: p.requestId,
-  userId: p.userId,
-  cid: p.cid,
-  multihash: p.multihash,
-  origins: p.origins,
-  deadline: p.deadline,
-});
-
 export async function requestPin(
   deps: PinDeps,
   caller: { user: User; plan: Plan },
@@ -96,7 +86,7 @@ export async function requestPin(
   if (pin.status === 'failed') {
     current = (await deps.db.pins.retryFailed(pin._id, pin.requestId, input.origins, now + deps.pinTimeoutMs)) ?? pin;
   }
-  await deps.jobs.startPin(workflowInput(current), created || pin.status === 'failed');
+  await deps.jobs.startPin(current, created || pin.status === 'failed');
   return toPublicPin(current);
 }
 
