@@ -24,6 +24,14 @@ afterAll(async () => {
 });
 
 const pinStatus = (user: TestUser, cid: string) => call(api, 'GET', `/pin/${cid}`, { key: user.apiKey });
+/** The pin's answer once it says `pinned` (within 30 s). */
+const untilPinned = (user: TestUser, cid: string) =>
+  eventually(
+    () => pinStatus(user, cid),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
 const clusterStatuses = async (cid: string) => Object.values((await cluster().status(cid)).peer_map).map((p) => p.status);
 const inCluster = async (cid: string) => (await cluster().allocations()).some((a) => a.cid === cid);
 
@@ -53,12 +61,7 @@ test('a pin of content that only another node has is fetched through its origin'
   });
   const requestId = res.body.requestId;
 
-  const done = await eventually(
-    () => pinStatus(alice, cid),
-    (r) => r.body.status === 'pinned',
-    30_000,
-    'pinned',
-  );
+  const done = await untilPinned(alice, cid);
   expect(done.body).toMatchObject({ requestId, cid, status: 'pinned', size: 300_000, pinnedAt: expect.any(Number) });
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
   expect((await collect(kubo().cat(cid))).equals(await collect(bytes(300_000, 'only-on-node-2')))).toBe(true);
@@ -106,12 +109,7 @@ test('CIDv0 and CIDv1 name the same content and the same hold', async () => {
   const res = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid: v0 } });
   expect(res.status).toBe(202);
   expect(res.body.cid).toBe(v1);
-  await eventually(
-    () => pinStatus(alice, v0),
-    (r) => r.body.status === 'pinned',
-    30_000,
-    'pinned',
-  );
+  await untilPinned(alice, v0);
   expect((await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid: v1 } })).body.requestId).toBe(res.body.requestId);
   expect((await call(api, 'DELETE', `/pin/${v1}`, { key: alice.apiKey })).status).toBe(200);
   expect((await pinStatus(alice, v0)).status).toBe(404);
@@ -120,12 +118,7 @@ test('CIDv0 and CIDv1 name the same content and the same hold', async () => {
 test('a pin of local content finishes in one workflow task; a pin made again after a delete is a new request', async () => {
   const cid = (await kubo().add(Buffer.from(`local ${Date.now()}`), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
   const first = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
-  await eventually(
-    () => pinStatus(alice, cid),
-    (r) => r.body.status === 'pinned',
-    30_000,
-    'pinned',
-  );
+  await untilPinned(alice, cid);
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
   const handle = api.deps.temporal.client.workflow.getHandle(`pin:${cid}:${alice.userId}`);
   await handle.result();
@@ -155,13 +148,7 @@ test('unpin leaves the cluster only when nobody holds the content', async () => 
   const cid = await remoteContent('shared-by-two', 1000);
   const origins = [second.node.swarmAddress];
   for (const u of [alice, bob]) expect((await call(api, 'POST', '/pin', { key: u.apiKey, body: { cid, origins } })).status).toBe(202);
-  for (const u of [alice, bob])
-    await eventually(
-      () => pinStatus(u, cid),
-      (r) => r.body.status === 'pinned',
-      30_000,
-      'pinned',
-    );
+  for (const u of [alice, bob]) await untilPinned(u, cid);
 
   // Another user's pin is 404, to read and to delete.
   const carol = await createUser(api);
@@ -191,12 +178,7 @@ test("deleting a pin also removes the caller's file of that CID", async () => {
   const up = await call(api, 'POST', '/upload/new', { key: alice.apiKey, body: { content: 'file and pin' } });
   const cid = up.body.cid;
   await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
-  await eventually(
-    () => pinStatus(alice, cid),
-    (r) => r.body.status === 'pinned',
-    30_000,
-    'pinned',
-  );
+  await untilPinned(alice, cid);
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
   expect((await call(api, 'GET', `/file/${cid}`, { key: alice.apiKey })).status).toBe(404);
   await eventually(
@@ -223,12 +205,7 @@ test('Temporal down: the pin is 503, and asking again once it is back resumes th
   expect(stuck.body.status).toBe('queued');
   const again = await call(api, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
   expect(again.body.requestId).toBe(stuck.body.requestId);
-  await eventually(
-    () => pinStatus(bob, cid),
-    (r) => r.body.status === 'pinned',
-    30_000,
-    'pinned',
-  );
+  await untilPinned(bob, cid);
 }, 90_000);
 
 describe('bad pin requests are 4xx and write nothing', () => {
