@@ -34,6 +34,14 @@ const untilPinned = (user: TestUser, cid: string) =>
   );
 const clusterStatuses = async (cid: string) => Object.values((await cluster().status(cid)).peer_map).map((p) => p.status);
 const inCluster = async (cid: string) => (await cluster().allocations()).some((a) => a.cid === cid);
+/** Resolves once Cluster no longer lists the CID (within 30 s). */
+const untilUnpinnedInCluster = (cid: string) =>
+  eventually(
+    () => inCluster(cid),
+    (v) => v === false,
+    30_000,
+    'unpinned from cluster',
+  );
 
 /** Content that only the second node has. */
 async function remoteContent(seed: string, size = 300_000): Promise<string> {
@@ -92,12 +100,7 @@ test('a pin nobody can provide ends failed with TIMEOUT, and its hold is release
     'failed',
   );
   expect(failed.body.error).toEqual({ reason: 'TIMEOUT', details: expect.stringContaining('not fetched in time') });
-  await eventually(
-    () => inCluster(cid),
-    (v) => v === false,
-    30_000,
-    'unpinned from cluster',
-  );
+  await untilUnpinnedInCluster(cid);
   expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([]);
 });
 
@@ -164,12 +167,7 @@ test('unpin leaves the cluster only when nobody holds the content', async () => 
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
 
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: bob.apiKey })).status).toBe(200);
-  await eventually(
-    () => inCluster(cid),
-    (v) => v === false,
-    30_000,
-    'unpinned from cluster',
-  );
+  await untilUnpinnedInCluster(cid);
   expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([]);
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: bob.apiKey })).status).toBe(404);
 });
@@ -181,12 +179,7 @@ test("deleting a pin also removes the caller's file of that CID", async () => {
   await untilPinned(alice, cid);
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
   expect((await call(api, 'GET', `/file/${cid}`, { key: alice.apiKey })).status).toBe(404);
-  await eventually(
-    () => inCluster(cid),
-    (v) => v === false,
-    30_000,
-    'unpinned from cluster',
-  );
+  await untilUnpinnedInCluster(cid);
 });
 
 test('Temporal down: the pin is 503, and asking again once it is back resumes the same request', async () => {
