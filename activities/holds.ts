@@ -1,7 +1,8 @@
-// Activities that make IPFS Cluster match the holds in MongoDB.
+// Activities that make IPFS Cluster match the holds in MongoDB (infra/db/holds.ts).
 //
-// Why no hold is ever left unpinned, nor content pinned with no holder, although both the
-// sync workflow (workflows/sync-cid.ts) and the pin workflow pin, and holds come and go at
+// This is the one place that argues why the holds machinery is race-free; the sync workflow
+// (workflows/holds.ts), the pin workflow and the README point here. Why no hold is ever left unpinned, nor content pinned with no holder, although both the
+// sync workflow (workflows/holds.ts) and the pin workflow pin, and holds come and go at
 // any time:
 // - Only the sync workflow's full round unpins, and after unpinning it reads the holds again
 //   and pins back if there are any. A hold inserted before that second read is seen by it; a
@@ -12,12 +13,11 @@
 //   check sends its own full-round signal, which runs after the pin. Either way an unpin
 //   follows a pin made for a record that is gone.
 // Every removal of a hold (delete, `failed`) signals a full round; the sweep repairs signals
-// lost while Temporal was down.
+// lost while Temporal was down. None of this names a kind of holder: a new kind registers
+// itself in infra/db/index.ts and announces its changes with `requestSync`.
 import { tryParseCid } from '../infra/cid.js';
-import type { HolderRef } from '../infra/db/holds.js';
+import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from './index.js';
-
-export type { HolderRef };
 
 /** Cluster pins made by this service carry this metadata, so the sweep never touches others'. */
 export const PIN_METADATA = { service: 'stupa' };
@@ -78,7 +78,7 @@ export function createHoldActivities(deps: ActivityDeps) {
         ...[...held].filter(([multihash]) => !ours.has(multihash)),
         ...[...ours].filter(([multihash]) => !held.has(multihash)),
       ];
-      for (const [multihash, cid] of differing) await jobs.requestSync(multihash, cid);
+      for (const [multihash, cid] of differing) await requestSync(jobs, multihash, cid);
       return differing.length;
     },
   };

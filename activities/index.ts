@@ -4,7 +4,7 @@
 import type { Config } from '../infra/config.js';
 import type { ClusterClient } from '../infra/cluster.js';
 import type { Database } from '../infra/db/index.js';
-import type { Jobs } from '../infra/jobs.js';
+import type { Jobs } from '../infra/temporal/jobs.js';
 import type { Kubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createHoldActivities } from './holds.js';

@@ -3,6 +3,10 @@
 import { Context } from '@temporalio/activity';
 import { multiaddr } from '@multiformats/multiaddr';
 import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
+import { pinJobInput } from '../infra/db/pins.js';
+import { contentSize as kuboContentSize } from '../infra/kubo.js';
+import { requestSync } from '../infra/temporal/contracts/holds.js';
+import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from './holds.js';
 import type { ActivityDeps } from './index.js';
 
@@ -27,14 +31,8 @@ export function createPinActivities(deps: ActivityDeps) {
   /** Pinned once at least `replicationMin` peers (at least one) report it pinned. */
   const needed = Math.max(1, config.cluster.replicationMin);
 
-  async function contentSize(cid: string): Promise<number | null> {
-    try {
-      const stat = await kubo.files.stat(`/ipfs/${cid}`, { signal: AbortSignal.timeout(10_000) });
-      return Number(stat.type === 'directory' ? stat.cumulativeSize : stat.size);
-    } catch {
-      return null;
-    }
-  }
+  /** Unknown (null) rather than a failed pin when Kubo cannot tell. */
+  const contentSize = (cid: string): Promise<number | null> => kuboContentSize(kubo, cid, AbortSignal.timeout(10_000)).catch(() => null);
 
   async function dial(origins: string[]): Promise<void> {
     await Promise.all(
@@ -55,7 +53,7 @@ export function createPinActivities(deps: ActivityDeps) {
     await clusterPin(input.cid, input.origins);
     const pin = await db.pins.get(input.key);
     if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
-    await jobs.requestSync(input.multihash, input.cid);
+    await requestSync(jobs, input.multihash, input.cid);
     return 'gone';
   }
 
@@ -153,14 +151,14 @@ export function createPinActivities(deps: ActivityDeps) {
      */
     async resumeStalledPins(): Promise<number> {
       const stalled = await db.pins.stalled(Date.now() - 60_000, 500);
-      for (const pin of stalled) await jobs.startPin(pin, false);
+      for (const pin of stalled) await jobs.start(pinJob, pinJobInput(pin));
       return stalled.length;
     },
 
     /** Ends the request `failed`, which no longer holds the content, so Cluster stops trying to fetch. */
     async failPin(input: PinRef & { multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
       await db.pins.markFailed(input.key, input.requestId, input.error);
-      await jobs.requestSync(input.multihash, input.cid);
+      await requestSync(jobs, input.multihash, input.cid);
     },
   };
 }

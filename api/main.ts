@@ -1,9 +1,10 @@
-// `npm run api`: one REST API process. In production several run behind a load balancer;
-// they share state only through MongoDB and Temporal.
+// `npm run api`: one API process, serving every surface on its own port (today the REST
+// API). In production several run behind a load balancer; they share state only through
+// MongoDB and Temporal.
 import { loadConfig } from '../infra/config.js';
 import { ConfigError } from '../infra/errors.js';
 import { createLogger } from '../infra/logger.js';
-import { startApiServer } from './server.js';
+import { startApiServer } from './rest/server.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();

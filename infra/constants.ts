@@ -47,8 +47,6 @@ export const PIN_POLL_MS = 500;
 export const QUICK_PIN_WAIT_MS = 3_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;
-/** A pin activity that stops heartbeating for this long is retried on another worker. */
-export const PIN_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /** Files: metadata is at most 10 string keys of [A-Za-z0-9_]{1,64}, values of at most 256 characters. */
 export const METADATA_MAX_KEYS = 10;

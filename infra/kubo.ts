@@ -11,6 +11,12 @@ export function createKubo(apiUrl: string): Kubo {
   return create({ url: new URL('/api/v0', apiUrl) });
 }
 
+/** The size of content: a file's bytes, or a directory's cumulative size (blocks included). */
+export async function contentSize(kubo: Kubo, cid: string, signal?: AbortSignal): Promise<number> {
+  const stat = await kubo.files.stat(`/ipfs/${cid}`, { signal });
+  return Number(stat.type === 'directory' ? stat.cumulativeSize : stat.size);
+}
+
 /** Throws unless Kubo answers `id` within `timeoutMs`. */
 export async function checkKubo(kubo: Kubo, timeoutMs: number): Promise<void> {
   await kubo.id({ signal: AbortSignal.timeout(timeoutMs) });

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/rest/server.js';
 import { call, stack, startTestApi, tempDir } from './support/stack.js';
 
 const exec = promisify(execFile);
@@ -14,7 +14,7 @@ let api: ApiServer;
 /** Runs the CLI as an operator would beside `npm start`: only DATA_DIR is given. */
 async function admin(...args: string[]): Promise<{ code: number; out: any; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec('npx', ['tsx', 'infra/admin/cli.ts', ...args], {
+    const { stdout, stderr } = await exec('npx', ['tsx', 'api/cli/admin.ts', ...args], {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir },
     });
     return { code: 0, out: args.includes('--json') ? JSON.parse(stdout) : stdout, stderr };
@@ -85,7 +85,7 @@ test('bad usage is exit 2 with a message; unknown plan and user are refused', as
   expect(plan.out.error.details).toMatch(/unknown plan gold; plans: dharma, bodhi/);
   const user = await admin('keys', 'create', '--user', 'usr_nobody', '--json');
   expect(user.code).toBe(2);
-  expect(user.out.error.details).toMatch(/no user usr_nobody/);
+  expect(user.out.error.details).toMatch(/user usr_nobody not found/);
   const missing = await admin('users', 'create', '--name', 'X');
   expect(missing.code).toBe(2);
   expect(missing.stderr).toMatch(/--email is required/);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { startClusterPeer } from '../infra/stack/cluster.js';
 import { freePorts } from '../infra/stack/ports.js';
 import { createClusterClient } from '../infra/cluster.js';
+import { pinJob, pinWait } from '../infra/temporal/contracts/pins.js';
 import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { bytes, collect, kubo } from './support/content.js';
 import { startSecondNode } from './support/second-node.js';
@@ -66,9 +67,18 @@ test('a pin waits out an IPFS Cluster outage and completes when it is back', asy
     ).cid.toString();
     const res = await call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } });
     expect(res.status).toBe(202);
-    // While Cluster is down the request is honest about it.
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(['queued', 'pinning']).toContain((await call(api, 'GET', `/pin/${cid}`, { key: user.apiKey })).body.status);
+    // While Cluster is down the request is honest about it: once the pin's long wait has
+    // found Cluster unreachable, the request says `pinning`, not pinned nor failed.
+    const handle = api.deps.temporal.client.workflow.getHandle(pinJob.workflowId({ cid, userId: user.userId }));
+    await eventually(
+      async () => (await handle.describe()).raw.pendingActivities?.[0],
+      (activity) =>
+        activity?.activityType?.name === pinWait.activity &&
+        /cluster unreachable/.test(Buffer.from(activity.heartbeatDetails?.payloads?.[0]?.data ?? []).toString()),
+      30_000,
+      'the pin waiting with Cluster unreachable',
+    );
+    expect((await call(api, 'GET', `/pin/${cid}`, { key: user.apiKey })).body.status).toBe('pinning');
     expect((await call(api, 'GET', '/readyz')).body.checks.cluster).toMatch(/^unreachable/);
 
     peer = await startClusterPeer(options);

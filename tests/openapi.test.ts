@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { createApp, openApiPath } from '../api/app.js';
-import type { ApiServer } from '../api/server.js';
+import { createApp, openApiPath } from '../api/rest/app.js';
+import type { ApiServer } from '../api/rest/server.js';
 import { call, createUser, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { testTaskQueue } from './support/worker.js';
 

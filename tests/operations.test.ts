@@ -1,5 +1,5 @@
 import { freePort } from '../infra/stack/ports.js';
-import type { ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/rest/server.js';
 import { call, errorReason, startTestApi } from './support/stack.js';
 
 let api: ApiServer;

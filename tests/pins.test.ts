@@ -1,11 +1,12 @@
 import proto from '@temporalio/proto';
-import type { ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo } from './support/content.js';
 import { startSecondNode } from './support/second-node.js';
 import { freePort } from '../infra/stack/ports.js';
-import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { pinJob } from '../infra/temporal/contracts/pins.js';
 
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -123,7 +124,7 @@ test('a pin of local content finishes in one workflow task; a pin made again aft
   const first = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
   await untilPinned(alice, cid);
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
-  const handle = api.deps.temporal.client.workflow.getHandle(`pin:${cid}:${alice.userId}`);
+  const handle = api.deps.temporal.client.workflow.getHandle(pinJob.workflowId({ cid, userId: alice.userId }));
   await handle.result();
   const events = (await handle.fetchHistory()).events ?? [];
   const { EventType } = proto.temporal.api.enums.v1; // a CommonJS module: no named ESM exports
@@ -162,8 +163,8 @@ test('unpin leaves the cluster only when nobody holds the content', async () => 
   expect(del.status).toBe(200);
   expect(del.body).toEqual({ success: true, cid });
   expect((await pinStatus(alice, cid)).status).toBe(404);
-  // Bob still holds it: it stays pinned.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Bob still holds it: once the round for Alice's delete has run, it is still pinned.
+  await syncRoundsDone(api.deps.temporal.client, cid);
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
 
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: bob.apiKey })).status).toBe(200);

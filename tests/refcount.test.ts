@@ -2,9 +2,10 @@
 // must leave it pinned in Cluster exactly when somebody holds it.
 import pLimit from 'p-limit';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
-import { pinWorkflowId } from '../infra/jobs.js';
+import { pinJob } from '../infra/temporal/contracts/pins.js';
+import { syncJob } from '../infra/temporal/contracts/holds.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -45,8 +46,8 @@ async function settledState(cid: string) {
   const { multihash } = parseCid(cid);
   await eventually(
     async () => {
-      const pins = await Promise.all(users.map((u) => workflowStatus(pinWorkflowId(cid, u.userId))));
-      return [...pins, await workflowStatus(`sync:${multihash}`)];
+      const pins = await Promise.all(users.map((u) => workflowStatus(pinJob.workflowId({ cid, userId: u.userId }))));
+      return [...pins, await workflowStatus(syncJob.workflowId({ multihash }))];
     },
     (statuses) => !statuses.includes('RUNNING'),
     60_000,

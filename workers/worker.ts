@@ -1,27 +1,26 @@
 // The Temporal workers of one process, with the connections they own: Temporal, MongoDB,
-// Kubo and IPFS Cluster. Two task queues:
+// Kubo and IPFS Cluster. Two task queues, both named by the contracts:
 //   <TEMPORAL_TASK_QUEUE>        workflows and short activities;
-//   <TEMPORAL_TASK_QUEUE>-waits  the long, heartbeating waits for content to be fetched,
-//                                mostly asleep, so many may run at once.
+//   <TEMPORAL_TASK_QUEUE>-waits  the long, heartbeating waits for content to be fetched
+//                                (contracts/pins.ts `pinWait`), mostly asleep, so many at once.
 import { fileURLToPath } from 'node:url';
-import { ScheduleAlreadyRunning } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { createClusterClient } from '../infra/cluster.js';
 import type { Config } from '../infra/config.js';
 import { openDatabase } from '../infra/db/index.js';
-import { createJobs } from '../infra/jobs.js';
 import { createKubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
-import { createTemporal } from '../infra/temporal.js';
+import { createTemporal } from '../infra/temporal/client.js';
+import { pinWait } from '../infra/temporal/contracts/pins.js';
+import { sweepJob } from '../infra/temporal/contracts/sweep.js';
+import { createJobs } from '../infra/temporal/jobs.js';
+import { installRuntime } from './logging.js';
 
-/** Development bundles the workflow sources at start; production names a pre-built bundle
- * (npm run build writes dist/workflow-bundle.js) with WORKFLOW_BUNDLE. */
+/** Development bundles the workflow sources once at start; production names a pre-built
+ * bundle (npm run build writes dist/workflow-bundle.js) with WORKFLOW_BUNDLE. */
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-
-export const WAITS_CONCURRENCY = 2000;
-// One schedule per task queue, so deployments (and test runs) sharing a Temporal namespace do not share it.
-const sweepScheduleId = (taskQueue: string) => `stupa-sweep-holds:${taskQueue}`;
 
 export interface RunningWorker {
   /** Resolves when the workers have stopped and their connections are closed. */
@@ -30,10 +29,15 @@ export interface RunningWorker {
 }
 
 export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
+  const sdkLogger = installRuntime(logger);
+  const queue = config.temporal.taskQueue;
+  const workflowBundle = config.temporal.workflowBundle
+    ? { codePath: config.temporal.workflowBundle }
+    : await bundleWorkflowCode({ workflowsPath, logger: sdkLogger });
   const db = await openDatabase(config.mongodbUri);
   const connection = await NativeConnection.connect({ address: config.temporal.address });
   const temporal = createTemporal(config.temporal);
-  const jobs = createJobs(temporal.client, config.temporal.taskQueue);
+  const jobs = createJobs(temporal.client, queue);
   const activities = createActivities({
     config,
     db,
@@ -43,19 +47,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     cluster: createClusterClient(config.cluster.apiUrl),
   });
   const common = { connection, namespace: config.temporal.namespace };
-  const main = await Worker.create({
-    ...common,
-    taskQueue: config.temporal.taskQueue,
-    ...(config.temporal.workflowBundle ? { workflowBundle: { codePath: config.temporal.workflowBundle } } : { workflowsPath }),
-    activities,
-  });
+  const main = await Worker.create({ ...common, taskQueue: queue, workflowBundle, activities });
   const waits = await Worker.create({
     ...common,
-    taskQueue: `${config.temporal.taskQueue}-waits`,
-    activities: { awaitClusterPin: activities.awaitClusterPin },
-    maxConcurrentActivityTaskExecutions: WAITS_CONCURRENCY,
+    taskQueue: pinWait.taskQueue(queue),
+    activities: { [pinWait.activity]: activities[pinWait.activity] },
+    maxConcurrentActivityTaskExecutions: pinWait.concurrency,
   });
-  await ensureSweepSchedule(temporal.client, config.temporal.taskQueue, logger);
+  await ensureSweepSchedule(temporal.client, queue, logger);
 
   const done = Promise.all([main.run(), waits.run()]).then(
     () => undefined,
@@ -75,13 +74,13 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   };
 }
 
-/** Every minute, re-signal holds whose sync signal was lost (workflows/sweep.ts). Idempotent. */
-async function ensureSweepSchedule(client: ReturnType<typeof createTemporal>['client'], taskQueue: string, logger: Logger): Promise<void> {
+/** The sweep's schedule (contracts/sweep.ts). Idempotent. */
+async function ensureSweepSchedule(client: Client, queue: string, logger: Logger): Promise<void> {
   try {
     await client.schedule.create({
-      scheduleId: sweepScheduleId(taskQueue),
-      spec: { intervals: [{ every: '1m' }] },
-      action: { type: 'startWorkflow', workflowType: 'sweepWorkflow', taskQueue, args: [] },
+      scheduleId: sweepJob.scheduleId(queue),
+      spec: { intervals: [{ every: sweepJob.every }] },
+      action: { type: 'startWorkflow', workflowType: sweepJob.workflowType, taskQueue: sweepJob.taskQueue(queue), args: [] },
       policies: { overlap: 'SKIP' },
     });
   } catch (err) {

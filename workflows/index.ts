@@ -1,5 +1,6 @@
-// The workflows the worker registers. Deterministic code: imports only
-// @temporalio/workflow and the *types* of the activities.
-export { pinWorkflow } from './pin.js';
-export { syncCidWorkflow, changedSignal } from './sync-cid.js';
+// The workflows the worker registers, each under its contract's `workflowType`
+// (infra/temporal/contracts/). Deterministic code: imports only @temporalio/workflow, the
+// contracts and the *types* of the activities.
+export { pinWorkflow } from './pins.js';
+export { syncCidWorkflow } from './holds.js';
 export { sweepWorkflow } from './sweep.js';

@@ -1,73 +1,74 @@
-// Who holds a piece of content, derived from the records themselves: a pin request that has
-// not failed, or a file (later also snapshots and bucket objects), of that multihash. There
-// is no separate hold document or counter to keep in step with them.
+// Who holds a piece of content, derived from the records themselves: every kind of record
+// that can hold content (pin requests, files; later snapshots, IPNS targets, bucket objects)
+// registers a `HolderKind` here (infra/db/index.ts), and nothing else in the sync machinery
+// names a kind. There is no separate hold document or counter to keep in step.
 //
 // Why derived: every change is then the insert or delete (or status change) of the record
-// itself, and the per-CID sync workflow (workflows/sync-cid.ts), signalled after each change,
-// reads the holds fresh and makes IPFS Cluster match. A separate hold written beside the
-// record can be left behind when a request and a delete interleave, and FerretDB 1.24 cannot
-// keep a counter or holder array in one document: its updates are a read followed by a write
-// with no lock between them, so concurrent `$inc`, `$addToSet` or `$pull` lose changes
-// (measured here: 200 concurrent `$inc` on one document counted 13).
-import type { FileStore } from './files.js';
-import type { PinStore } from './pins.js';
+// itself, followed by `requestSync` (infra/temporal/contracts/holds.ts); the sync workflow
+// reads the holds fresh and makes IPFS Cluster match (activities/holds.ts has the argument
+// that this is race-free). A counter or holder array in one document cannot work on FerretDB
+// 1.24: its updates are a read followed by a write with no lock between them, so concurrent
+// `$inc`, `$addToSet` or `$pull` lose changes (measured here: 200 concurrent `$inc` counted 13).
+import type { HolderRef } from '../temporal/contracts/holds.js';
 
-/** One record that holds content, by its `_id`: what a sync request names when a hold was added. */
-export interface HolderRef {
-  kind: 'pin' | 'file';
-  key: string;
+export type { HolderRef };
+
+/** What a holding record tells the sync machinery: a CID to pin the content by, and origins. */
+export interface Held {
+  cid: string;
+  origins: string[];
+}
+
+/** One kind of record that holds content. Each store that has such records provides one. */
+export interface HolderKind {
+  /** The kind's name in `HolderRef`s and holder IDs (`<kind>:<id>`). */
+  kind: string;
+  /** Every record of this kind that holds the multihash. Used for decisions to unpin. */
+  holdersOf(multihash: string): Promise<(Held & { id: string })[]>;
+  /** The record with this `_id`, if it exists and holds its content. By `_id` alone. */
+  holds(key: string): Promise<Held | null>;
+  /** Every multihash records of this kind hold, with a CID to pin it by (for the sweep). */
+  heldContent(): Promise<{ multihash: string; cid: string }[]>;
 }
 
 export interface Holds {
   /** Holders of the content, e.g. `pin:<requestId>`, `file:<fileId>`. */
   holders: string[];
-  /** A CID to pin it by (the first record's), when held. */
+  /** A CID to pin it by (the first holder's), when held. */
   cid?: string;
-  /** Origins of the pin requests holding it, for Cluster. */
+  /** Origins of every holder, for Cluster. */
   origins: string[];
 }
 
-export function createHoldQueries(pins: PinStore, files: FileStore) {
-  const holding = { status: { $ne: 'failed' as const } };
+export function createHolds(kinds: HolderKind[]) {
+  const byName = new Map(kinds.map((k) => [k.kind, k]));
   return {
-    /**
-     * Every holder of the content. It reads whole collections on FerretDB (by-id.ts), so only
-     * decisions to unpin use it; adding a hold is checked with `holds`.
-     */
+    kinds: [...byName.keys()],
+
+    /** Every holder of the content, of every kind. */
     async of(multihash: string): Promise<Holds> {
-      const [p, f] = await Promise.all([
-        pins.model
-          .find({ multihash, ...holding }, { requestId: 1, cid: 1, origins: 1 })
-          .lean()
-          .exec(),
-        files.model.find({ multihash }, { cid: 1 }).lean().exec(),
-      ]);
+      const found = await Promise.all(kinds.map(async (k) => (await k.holdersOf(multihash)).map((h) => ({ ...h, kind: k.kind }))));
+      const all = found.flat();
       return {
-        holders: [...p.map((r) => `pin:${r.requestId}`), ...f.map((r) => `file:${r._id}`)],
-        cid: p[0]?.cid ?? f[0]?.cid,
-        origins: [...new Set(p.flatMap((r) => r.origins ?? []))],
+        holders: all.map((h) => `${h.kind}:${h.id}`),
+        cid: all[0]?.cid,
+        origins: [...new Set(all.flatMap((h) => h.origins))],
       };
     },
 
-    /** Whether this record exists and holds its content (a pin request that has not failed). */
-    async holds(ref: HolderRef): Promise<{ cid: string; origins: string[] } | null> {
-      if (ref.kind === 'pin') {
-        const pin = await pins.get(ref.key);
-        return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
-      }
-      const file = await files.model.findById(ref.key, { cid: 1 }).lean().exec();
-      return file ? { cid: file.cid, origins: [] } : null;
+    /** Whether this record exists and still holds its content. */
+    async holds(ref: HolderRef): Promise<Held | null> {
+      const kind = byName.get(ref.kind);
+      if (!kind) throw new Error(`unknown holder kind ${ref.kind}`);
+      return kind.holds(ref.key);
     },
 
-    /** Every held multihash with a CID to pin it by (for the sweep). */
+    /** Every held multihash with a CID to pin it by. */
     async heldContent(): Promise<Map<string, string>> {
-      const [p, f] = await Promise.all([
-        pins.model.find(holding, { multihash: 1, cid: 1 }).lean().exec(),
-        files.model.find({}, { multihash: 1, cid: 1 }).lean().exec(),
-      ]);
-      return new Map([...p, ...f].map((r) => [r.multihash, r.cid]));
+      const found = await Promise.all(kinds.map((k) => k.heldContent()));
+      return new Map(found.flat().map((h) => [h.multihash, h.cid]));
     },
   };
 }
 
-export type HoldQueries = ReturnType<typeof createHoldQueries>;
+export type HoldQueries = ReturnType<typeof createHolds>;

@@ -5,7 +5,7 @@ import mongoose from 'mongoose';
 import { createApiKeyStore } from './api-keys.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
-import { createHoldQueries } from './holds.js';
+import { createHolds } from './holds.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
@@ -25,7 +25,8 @@ export async function openDatabase(uri: string) {
   const pins = createPinStore(connection);
   const files = createFileStore(connection);
   const folders = createFolderStore(connection);
-  const holds = createHoldQueries(pins, files);
+  // Every kind of record that holds content; a new kind is its store plus one entry here.
+  const holds = createHolds([pins.holder, files.holder]);
   const usageCache = new Map<string, { bytes: number; at: number }>();
   const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));

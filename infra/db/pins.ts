@@ -2,6 +2,8 @@ import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
+import type { HolderKind } from './holds.js';
+import type { PinInput } from '../temporal/contracts/pins.js';
 
 export type PinStatus = 'queued' | 'pinning' | 'pinned' | 'failed';
 
@@ -50,6 +52,17 @@ const schema = new Schema<PinRecord>(
 );
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
 
+/** The pin workflow's input for a request: what `jobs.start(pinJob, …)` is given. */
+export const pinJobInput = (pin: PinRecord): PinInput => ({
+  key: pin._id,
+  requestId: pin.requestId,
+  userId: pin.userId,
+  cid: pin.cid,
+  multihash: pin.multihash,
+  origins: pin.origins,
+  deadline: pin.deadline,
+});
+
 type Active = 'queued' | 'pinning';
 const ACTIVE: readonly PinStatus[] = ['queued', 'pinning'];
 
@@ -71,8 +84,26 @@ export function createPinStore(conn: Connection) {
     return res.matchedCount === 1;
   }
 
+  /** A pin request holds its content until it fails or is deleted (infra/db/holds.ts). */
+  const holding = { status: { $ne: 'failed' as const } };
+  const holder: HolderKind = {
+    kind: 'pin',
+    async holdersOf(multihash) {
+      const rows = await Pins.find({ multihash, ...holding }, { requestId: 1, cid: 1, origins: 1 })
+        .lean<Pick<PinRecord, 'requestId' | 'cid' | 'origins'>[]>()
+        .exec();
+      return rows.map((r) => ({ id: r.requestId, cid: r.cid, origins: r.origins ?? [] }));
+    },
+    async holds(key) {
+      const pin = await get(key);
+      return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
+    },
+    heldContent: () => Pins.find(holding, { multihash: 1, cid: 1 }).lean<Pick<PinRecord, 'multihash' | 'cid'>[]>().exec(),
+  };
+
   return {
     model: Pins,
+    holder,
 
     /** Inserts the request, or returns the user's existing one for that content. */
     async createOrGet(pin: PinRecord): Promise<{ pin: PinRecord; created: boolean }> {

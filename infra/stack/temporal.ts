@@ -3,11 +3,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTES } from '../temporal/contracts/job.js';
 import { binaryPath } from './binaries.js';
 import { startProcess } from './process.js';
 
-/** Custom search attributes registered at start; Keyword = exact-match strings. */
-export const SEARCH_ATTRIBUTES = { Cid: 'Keyword', UserId: 'Keyword' } as const;
 // INDEXED_VALUE_TYPE_KEYWORD in temporal.api.enums.v1.IndexedValueType.
 const KEYWORD = 2;
 
@@ -44,7 +43,7 @@ export async function checkTemporal(address: string): Promise<void> {
   try {
     await connection.healthService.check({});
     const res = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
-    for (const name of Object.keys(SEARCH_ATTRIBUTES)) {
+    for (const name of SEARCH_ATTRIBUTES) {
       const type = res.customAttributes?.[name];
       if (type === undefined) throw new Error(`search attribute ${name} is not registered`);
       if (Number(type) !== KEYWORD) throw new Error(`search attribute ${name} has type ${type}, not Keyword`);
@@ -76,7 +75,8 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     'default',
     '--log-level',
     'warn',
-    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    // The contracts' search attributes, all Keyword (exact-match strings).
+    ...SEARCH_ATTRIBUTES.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
     // The CLI's own config file and TEMPORAL_* variables are for client commands; the
     // service sets TEMPORAL_ADDRESS for itself, and none of it should shape the server.
     '--disable-config-file',

@@ -5,8 +5,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createApiKey } from '../../api/apikeys/service.js';
-import { startApiServer, type ApiServer } from '../../api/server.js';
+import { createApiKey } from '../../api/usecases/apikeys.js';
+import { startApiServer, type ApiServer } from '../../api/rest/server.js';
 import { loadConfig, type Config } from '../../infra/config.js';
 import { createLogger } from '../../infra/logger.js';
 
@@ -80,7 +80,7 @@ export async function createUser(api: ApiServer, plan = 'dharma'): Promise<TestU
   const { db, config } = api.deps;
   const user = await db.users.create({ email: `${crypto.randomUUID()}@example.test`, name: 'Test User', plan });
   if (!user) throw new Error('email collision');
-  const key = await createApiKey({ db, masterKey: config.masterKey }, { userId: user._id, maxKeys: config.plans.get(plan).apiKeys });
+  const key = await createApiKey({ db, config }, { userId: user._id, maxKeys: config.plans.get(plan).apiKeys });
   return { userId: user._id, apiKey: key.apiKey, keyPrefix: key.keyPrefix };
 }
 

@@ -1,13 +1,11 @@
 // A worker as its own process (as in production), so tests can also kill it mid-job.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { Client } from '@temporalio/client';
+import { parseCid } from '../../infra/cid.js';
 import { DEFAULT_TASK_QUEUE } from '../../infra/constants.js';
-import { testEnv } from './stack.js';
-
-export interface WorkerProcess {
-  child: ChildProcess;
-  output(): string;
-  kill(signal?: NodeJS.Signals): Promise<void>;
-}
+import { syncJob } from '../../infra/temporal/contracts/holds.js';
+import { tail } from '../../infra/stack/process.js';
+import { startWorkerProcess as startService } from '../../infra/stack/services.js';
+import { tempDir, testEnv } from './stack.js';
 
 /**
  * The task queue of the tests' APIs and workers: the same for all, as in production. Workflow
@@ -17,38 +15,22 @@ export interface WorkerProcess {
  */
 export const testTaskQueue = () => DEFAULT_TASK_QUEUE;
 
+/** A worker process on the test stack, started as the bench and production start it. */
 export async function startWorkerProcess(env: Record<string, string | undefined>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
-    // info: the start is recognised by the 'worker polling' line.
-    env: { ...process.env, ...testEnv(), ...env, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let log = '';
-  child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${log}`)), 60_000);
-    const poll = setInterval(() => {
-      if (log.includes('worker polling')) {
-        clearInterval(poll);
-        clearTimeout(timer);
-        resolve();
-      } else if (child.exitCode !== null) {
-        clearInterval(poll);
-        clearTimeout(timer);
-        reject(new Error(`worker exited:\n${log}`));
-      }
-    }, 100);
-  });
+  const worker = await startService({ ...testEnv(), ...env }, { logDir: tempDir('stupa-worker-') });
   return {
-    child,
-    output: () => log,
+    output: () => tail(worker.logFile, 200),
     async kill(signal = 'SIGTERM') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+      // SIGKILL: dies mid-task, as a crashed worker does; otherwise a graceful stop.
+      if (signal === 'SIGKILL' && worker.running()) process.kill(worker.pid, 'SIGKILL');
+      await worker.stop();
     },
   };
+}
+
+export interface WorkerProcess {
+  output(): string;
+  kill(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
 /** Polls `read` until `done` accepts its value; fails with the last value after `timeoutMs`. */
@@ -66,4 +48,14 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`${what} not reached in ${timeoutMs} ms; last value: ${JSON.stringify(last)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * Resolves when the content's sync workflow has finished every round asked for so far: call it
+ * after the change (a delete answered, an upload recorded) whose effect on Cluster is to be
+ * checked. The change signalled the workflow before the API answered, so the run it waits for
+ * includes that signal's round.
+ */
+export async function syncRoundsDone(client: Client, cid: string): Promise<void> {
+  await client.workflow.getHandle(syncJob.workflowId({ multihash: parseCid(cid).multihash })).result();
 }

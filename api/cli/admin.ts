@@ -1,0 +1,141 @@
+// `npm run admin -- <command>`: the operator's tool. There is no sign-up endpoint; operators
+// create users and their first API key here. It talks to MongoDB directly, so it works beside
+// a running `npm start` given the same DATA_DIR (or MONGODB_URI and MASTER_KEY).
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../../infra/config.js';
+import { openDatabase } from '../../infra/db/index.js';
+import { ConfigError } from '../../infra/errors.js';
+import { createApiKey, listApiKeys } from '../usecases/apikeys.js';
+import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../usecases/errors.js';
+import { createUser, getUser, listUsers, setPlan } from '../usecases/users.js';
+
+const usage = `usage: npm run admin -- <command> [options] [--json]
+  users create --email E --name N [--plan P]   create a user and its first API key
+  users list                                   list users
+  users set-plan --user ID --plan P            change a user's plan
+  keys create --user ID [--name N] [--expires-in SECONDS]
+  keys list --user ID                          list a user's keys (never the full keys)
+  plans                                        list the configured plans`;
+
+class UsageError extends Error {}
+
+/** Exit codes: 2 when the command's words are wrong (usage, an unknown plan or user), 1 for
+ * every other failure. */
+const EXIT_CODES: [new (...args: never[]) => Error, number][] = [
+  [UsageError, 2],
+  [InvalidInput, 2],
+  [NotFound, 2],
+  [Conflict, 1],
+  [LimitReached, 1],
+  [StupaError, 1],
+  [ConfigError, 1],
+];
+
+type Options = Record<string, string | boolean | undefined>;
+
+function required(opts: Options, name: string): string {
+  const value = opts[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value.trim();
+}
+
+const optional = (opts: Options, name: string) => (typeof opts[name] === 'string' ? (opts[name] as string) : undefined);
+
+const publicUser = (u: { _id: string; email: string; name: string; plan: string; createdAt: number }) => ({
+  userId: u._id,
+  email: u.email,
+  name: u.name,
+  plan: u.plan,
+  createdAt: u.createdAt,
+});
+
+async function run(command: string, opts: Options): Promise<unknown> {
+  const config = loadConfig(process.env, ['mongodb']);
+  if (command === 'plans') return [...config.plans.byName.values()];
+  const db = await openDatabase(config.mongodbUri);
+  const deps = { db, config };
+  try {
+    switch (command) {
+      case 'users create': {
+        const email = required(opts, 'email');
+        const { user, apiKey, keyPrefix } = await createUser(deps, { email, name: required(opts, 'name'), plan: optional(opts, 'plan') });
+        return { ...publicUser(user), apiKey, keyPrefix };
+      }
+      case 'users list':
+        return (await listUsers(deps)).map(publicUser);
+      case 'users set-plan':
+        return publicUser(await setPlan(deps, required(opts, 'user'), required(opts, 'plan')));
+      case 'keys create': {
+        const user = await getUser(deps, required(opts, 'user'));
+        const expiresIn = opts['expires-in'] === undefined ? undefined : Number(opts['expires-in']);
+        if (expiresIn !== undefined && !(Number.isInteger(expiresIn) && expiresIn >= 60)) {
+          throw new UsageError('--expires-in takes whole seconds, at least 60');
+        }
+        const key = await createApiKey(deps, {
+          userId: user._id,
+          maxKeys: config.plans.get(user.plan).apiKeys,
+          name: optional(opts, 'name'),
+          expiresIn,
+        });
+        return { userId: user._id, ...key };
+      }
+      case 'keys list':
+        return await listApiKeys(deps, (await getUser(deps, required(opts, 'user')))._id);
+      default:
+        throw new UsageError(`unknown command: ${command || '(none)'}`);
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+function printHuman(result: unknown): void {
+  const rows = Array.isArray(result) ? result : [result];
+  for (const row of rows) {
+    for (const [k, v] of Object.entries(row as object))
+      process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`);
+    process.stdout.write('\n');
+  }
+}
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      user: { type: 'string' },
+      'expires-in': { type: 'string' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
+  const result = await run(positionals.join(' '), values);
+  if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  else printHuman(result);
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (thrown: unknown) => {
+    const parseError = String((thrown as { code?: string }).code).startsWith('ERR_PARSE_ARGS');
+    const err = parseError ? new UsageError((thrown as Error).message) : (asStupaError(thrown) ?? (thrown as Error));
+    const [reason, message] =
+      err instanceof UsageError
+        ? ['USAGE', `${err.message}\n${usage}`]
+        : err instanceof ConfigError
+          ? ['CONFIG', err.message]
+          : err instanceof StupaError
+            ? [err.reason, err.details]
+            : ['ERROR', err.message];
+    if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: { reason, details: message } })}\n`);
+    process.stderr.write(`stupa admin: ${message}\n`);
+    process.exit(EXIT_CODES.find(([type]) => err instanceof type)?.[1] ?? 1);
+  },
+);

@@ -1,0 +1,79 @@
+// The REST API as an Express app, built from the use-cases' components (no globals), so tests
+// run it in-process against the real stack on an ephemeral port. Each capability's router is
+// one file here; what it does is in the same-named use-case (api/usecases/).
+import fs from 'node:fs';
+import path from 'node:path';
+import express, { type Express } from 'express';
+import { pinoHttp } from 'pino-http';
+import { checkCluster, type ClusterClient } from '../../infra/cluster.js';
+import { checkKubo } from '../../infra/kubo.js';
+import type { Logger } from '../../infra/logger.js';
+import { projectRoot } from '../../infra/paths.js';
+import type { Temporal } from '../../infra/temporal/client.js';
+import type { UseCaseDeps } from '../usecases/deps.js';
+import { apiKeyRoutes } from './apikeys.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { fileRoutes } from './files.js';
+import { healthRoutes } from './health.js';
+import { guard } from './http/auth.js';
+import { createMetrics } from './http/metrics.js';
+import { resource } from './http/routing.js';
+import { pinRoutes } from './pins.js';
+import { uploadRoutes } from './uploads/routes.js';
+
+export interface AppDeps extends UseCaseDeps {
+  logger: Logger;
+  temporal: Temporal;
+  cluster: ClusterClient;
+}
+
+export const openApiPath = path.join(projectRoot, 'api/openapi.json');
+
+export function createApp(deps: AppDeps): Express {
+  const { config, logger, db } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  const metrics = createMetrics();
+  app.use(metrics.middleware);
+  app.use(
+    pinoHttp({
+      logger,
+      // Only method and path: headers carry credentials and query strings carry tokens.
+      serializers: {
+        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+    }),
+  );
+
+  const unauthenticated = express.Router();
+  unauthenticated.use(
+    healthRoutes(
+      {
+        mongodb: () => db.ping(),
+        temporal: (ms) => deps.temporal.check(ms),
+        kubo: (ms) => checkKubo(deps.kubo, ms),
+        cluster: (ms) => checkCluster(deps.cluster, ms),
+      },
+      metrics.registry,
+    ),
+  );
+  const openApi = fs.readFileSync(openApiPath, 'utf8');
+  resource(unauthenticated, '/openapi.json', { get: (_req, res) => void res.type('application/json').send(openApi) });
+  app.use(unauthenticated);
+
+  // Each capability's router puts the guard in front of its own paths, so a path that matches
+  // nothing is 404 with or without a key.
+  const options = { guard: guard(deps), jsonLimit: config.api.jsonBodyLimit };
+  app.use(apiKeyRoutes(deps, options));
+  app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
+  app.use(fileRoutes(deps, options));
+  app.use(pinRoutes(deps, options));
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,87 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
+import { cidInput, MB } from '../usecases/content.js';
+import type { UseCaseDeps } from '../usecases/deps.js';
+import { getFile, listFiles, moveFile, renameFile, type FileRecord } from '../usecases/files.js';
+import { caller } from './http/auth.js';
+import { resource, type RouterOptions } from './http/routing.js';
+import { jsonBody, parse } from './http/validate.js';
+
+/** A file as the REST API shows it, with its links. */
+export const restFile = (f: FileRecord, gatewayUrl: string) => ({
+  cid: f.cid,
+  name: f.name,
+  description: f.description,
+  size: f.size,
+  sizeMB: Math.round((f.size / MB) * 1e6) / 1e6,
+  mimeType: f.mimeType,
+  folderId: f.folderId,
+  metadata: f.metadata,
+  createdAt: f.createdAt,
+  updatedAt: f.updatedAt,
+  uris: { ipfs: `ipfs://${f.cid}`, gateway: `${gatewayUrl}/ipfs/${f.cid}` },
+});
+
+const time = z.coerce.number().int().min(0);
+const listQuery = z
+  .strictObject({
+    folderId: z.string().min(1).optional(),
+    name: z.string().min(1).max(255).optional(),
+    mimeType: z
+      .string()
+      .regex(/^[\w.+-]+\/([\w.+-]+|\*)$/, 'must be a MIME type like image/png or image/*')
+      .optional(),
+    from: time.optional(),
+    to: time.optional(),
+    cursor: z.string().min(1).optional(),
+    limit: z.coerce.number().int().min(1).max(LIST_MAX_LIMIT).default(LIST_DEFAULT_LIMIT),
+  })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: 'from must be before to' });
+
+const nameBody = z.strictObject({ name: z.string().trim().min(1).max(255) });
+const moveBody = z.strictObject({ folderId: z.string().min(1).nullable() });
+
+export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOptions): Router {
+  const router = Router();
+  const show = (f: FileRecord) => restFile(f, deps.config.gatewayUrl);
+  router.use(['/upload/list', '/file', '/files'], guard);
+
+  resource(router, '/upload/list', {
+    get: async (req, res) => {
+      const q = parse(listQuery, req.query, 'query');
+      // `folderId=root` lists the files outside any folder.
+      const folderId = q.folderId === 'root' ? null : q.folderId;
+      const page = await listFiles(deps, caller(req).user._id, { ...q, folderId });
+      res.json({ items: page.items.map(show), nextCursor: page.nextCursor });
+    },
+  });
+
+  resource(router, '/file/:cid', {
+    get: async (req, res) => {
+      res.json(show(await getFile(deps, caller(req).user._id, cidInput(String(req.params.cid)))));
+    },
+  });
+
+  resource(router, '/files/:cid/name', {
+    put: [
+      ...jsonBody(jsonLimit),
+      async (req, res) => {
+        const { name } = parse(nameBody, req.body ?? {});
+        res.json(show(await renameFile(deps, caller(req).user._id, cidInput(String(req.params.cid)), name)));
+      },
+    ],
+  });
+
+  resource(router, '/files/:cid/move', {
+    put: [
+      ...jsonBody(jsonLimit),
+      async (req, res) => {
+        const { folderId } = parse(moveBody, req.body ?? {});
+        res.json(show(await moveFile(deps, caller(req).user._id, cidInput(String(req.params.cid)), folderId)));
+      },
+    ],
+  });
+
+  return router;
+}

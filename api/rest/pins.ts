@@ -1,0 +1,77 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { multiaddr } from '@multiformats/multiaddr';
+import { cidInput, metadataSchema } from '../usecases/content.js';
+import type { UseCaseDeps } from '../usecases/deps.js';
+import { InvalidInput } from '../usecases/errors.js';
+import { deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
+import { caller } from './http/auth.js';
+import { resource, type RouterOptions } from './http/routing.js';
+import { jsonBody, parse } from './http/validate.js';
+
+/** A pin request as the REST API shows it. */
+export const restPin = (p: PinRecord) => ({
+  requestId: p.requestId,
+  cid: p.cid,
+  status: p.status,
+  name: p.name,
+  description: p.description,
+  origins: p.origins,
+  metadata: p.metadata,
+  size: p.size,
+  createdAt: p.createdAt,
+  updatedAt: p.updatedAt,
+  pinnedAt: p.pinnedAt,
+  error: p.error,
+});
+
+/** A dialable origin: a valid multiaddress that names the peer (`…/p2p/<peer id>`). */
+const origin = z.string().refine(
+  (text) => {
+    try {
+      return multiaddr(text)
+        .getComponents()
+        .some((c) => c.name === 'p2p');
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be a multiaddress ending in /p2p/<peer id>, e.g. /ip4/1.2.3.4/tcp/4001/p2p/12D3Koo…' },
+);
+
+const pinBody = z.strictObject({
+  cid: z.string().min(1),
+  name: z.string().max(255).optional(),
+  description: z.string().max(1000).optional(),
+  origins: z.array(origin).max(20).default([]),
+  metadata: metadataSchema.default({}),
+});
+
+export function pinRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOptions): Router {
+  const router = Router();
+  // The contract names both /pin and /pins; they are the same operations.
+  for (const base of ['/pin', '/pins']) {
+    router.use(base, guard);
+    resource(router, base, {
+      post: [
+        ...jsonBody(jsonLimit),
+        async (req, res) => {
+          if (req.body === undefined) throw new InvalidInput('a JSON body with `cid` is required');
+          const body = parse(pinBody, req.body);
+          const pin = await requestPin(deps, caller(req), { ...body, cid: cidInput(body.cid) });
+          res.status(202).json(restPin(pin));
+        },
+      ],
+    });
+    resource(router, `${base}/:cid`, {
+      get: async (req, res) => {
+        res.json(restPin(await getPin(deps, caller(req).user._id, cidInput(String(req.params.cid)))));
+      },
+      delete: async (req, res) => {
+        const { cid } = await deletePin(deps, caller(req).user._id, cidInput(String(req.params.cid)));
+        res.json({ success: true, cid });
+      },
+    });
+  }
+  return router;
+}

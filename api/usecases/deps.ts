@@ -1,0 +1,23 @@
+// What every use-case is given: the components, built once by the surface's server (or the
+// CLI), and who is asking. Use-cases take plain values and return plain records.
+import type { Config } from '../../infra/config.js';
+import type { ApiKey } from '../../infra/db/api-keys.js';
+import type { Database } from '../../infra/db/index.js';
+import type { Kubo } from '../../infra/kubo.js';
+import type { Plan } from '../../infra/plans.js';
+import type { User } from '../../infra/db/users.js';
+import type { Jobs } from '../../infra/temporal/jobs.js';
+
+export interface UseCaseDeps {
+  config: Config;
+  db: Database;
+  jobs: Jobs;
+  kubo: Kubo;
+}
+
+/** An authenticated caller: the user, their plan, and the key they used (none from the CLI). */
+export interface Caller {
+  user: User;
+  plan: Plan;
+  key?: ApiKey;
+}

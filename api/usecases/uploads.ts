@@ -1,0 +1,167 @@
+// Upload use-cases: one owns an upload from its first byte to its file record. Bytes stream
+// into Kubo with the unixfs-v1-2025 profile (or as a CAR), counted against the quota as they
+// come; then the user's file record and its hold are written, and the content's sync workflow
+// pins it through IPFS Cluster (within a second or so). Kubo does not pin on add: an upload
+// refused after the bytes went in (bad fields, quota) leaves nothing pinned, only blocks for
+// Kubo's garbage collector. A CAR's root is the exception (Kubo pins it to report it), so a
+// refused CAR upload unpins its root again unless somebody holds it.
+import { Readable, Transform } from 'node:stream';
+import { CID } from 'multiformats/cid';
+import { parseCid } from '../../infra/cid.js';
+import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
+import { userContentKey } from '../../infra/db/by-id.js';
+import type { FileRecord } from '../../infra/db/files.js';
+import { addStream, contentSize, importCarStream, KuboAddError } from '../../infra/kubo.js';
+import { assertStorageFits, holdsChanged, MB, quickStorageLeft, storageFull } from './content.js';
+import type { Caller, UseCaseDeps } from './deps.js';
+import { InvalidInput, StupaError, Unavailable } from './errors.js';
+
+type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
+
+/** What the caller says about the file, beside its bytes. */
+export interface FileDetails {
+  name?: string;
+  description?: string;
+  folderId?: string | null;
+  metadata?: Record<string, string>;
+  mimeType: string;
+}
+
+export interface AddedContent {
+  cid: CID;
+  /** Bytes received. */
+  bytes: number;
+  car: boolean;
+}
+
+export interface Upload {
+  /** Streams the content into Kubo, as one UnixFS file or (`car`) a CAR with a single root. */
+  add(source: Readable | Uint8Array, options?: { car?: boolean; signal?: AbortSignal }): Promise<AddedContent>;
+  /**
+   * Records the added content as the caller's file and holds it. `describe` gives the details
+   * (a surface may validate them only now, e.g. form fields that came after the file); if it
+   * or anything else here throws, a CAR import is undone.
+   */
+  record(added: AddedContent, describe: () => FileDetails): Promise<FileRecord>;
+}
+
+/** Kubo unreachable or failing mid-add is Unavailable; the service's own errors pass. */
+function kuboFailure(err: unknown): Error {
+  return err instanceof StupaError ? err : new Unavailable('kubo');
+}
+
+/**
+ * Begins an upload: refused at once when the account is full, or when `declaredBytes` (a body
+ * length with some framing around the file, when the surface knows it) is far over what is left.
+ */
+export async function beginUpload(deps: UploadDeps, caller: Caller, options: { declaredBytes?: number } = {}): Promise<Upload> {
+  const { user, plan } = caller;
+  const left = await quickStorageLeft(deps.db, user._id, plan);
+  assertStorageFits(plan, plan.storageMB * MB - left, Math.max(1, (options.declaredBytes ?? 0) - MB));
+
+  return {
+    async add(source, { car = false, signal } = {}) {
+      let bytes = 0;
+      let overLimit: Error | undefined;
+      // A Transform rather than an async generator: streams pass chunks on without a promise each.
+      const counted = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          bytes += chunk.length;
+          if (bytes > left) return done((overLimit = storageFull(plan)));
+          done(null, chunk);
+        },
+      });
+      const input = source instanceof Uint8Array ? Readable.from([source]) : source;
+      input.on('error', (err) => counted.destroy(err));
+      input.pipe(counted);
+      try {
+        const cid = car ? await importCar(deps, counted, signal) : await addFile(deps, counted, signal);
+        return { cid, bytes, car };
+      } catch (err) {
+        // Kubo reports the aborted body as its own error; the limit is the real cause.
+        throw overLimit ?? kuboFailure(err);
+      }
+    },
+
+    async record(added, describe) {
+      try {
+        const details = describe();
+        const size = added.car ? await carSize(deps, added.cid) : added.bytes;
+        return await recordFile(deps, caller, { cid: added.cid, size }, details);
+      } catch (err) {
+        if (added.car) await dropCarRoot(deps, added.cid);
+        throw err;
+      }
+    },
+  };
+}
+
+async function addFile(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<CID> {
+  // The profile's flags explicitly, and no pin (see the top of this file).
+  return CID.parse(await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal));
+}
+
+/** Imports a CAR; its single root becomes the file. Kubo reports roots only when it pins them. */
+async function importCar(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<CID> {
+  let roots: string[];
+  try {
+    roots = await importCarStream(deps.config.kubo.apiUrl, source, signal);
+  } catch (err) {
+    // Kubo answered, so it is up: it could not read the CAR.
+    if (err instanceof KuboAddError) throw new InvalidInput(`not a valid CAR file: ${err.message}`, 'INVALID_CAR');
+    throw err;
+  }
+  if (roots.length !== 1) throw new InvalidInput(`a CAR upload needs exactly one root; this one has ${roots.length}`, 'INVALID_CAR');
+  return CID.parse(roots[0]!);
+}
+
+/** A CAR's DAG size, as Kubo has it: what the file counts against the quota. */
+async function carSize(deps: UploadDeps, root: CID): Promise<number> {
+  try {
+    return await contentSize(deps.kubo, root.toString());
+  } catch (err) {
+    throw kuboFailure(err);
+  }
+}
+
+/** Undoes a CAR import that was refused after the fact, unless someone holds the root. */
+async function dropCarRoot(deps: UploadDeps, root: CID): Promise<void> {
+  const cid = parseCid(root.toString());
+  if ((await deps.db.holds.of(cid.multihash)).holders.length === 0) await deps.kubo.pin.rm(root).catch(() => undefined);
+}
+
+/**
+ * Records added content as the user's file and holds it. The quota decision and the write are
+ * made under the user's storage lock, so concurrent uploads cannot together pass the quota;
+ * uploading the same content again updates the record and counts its size once.
+ */
+async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; size: number }, details: FileDetails): Promise<FileRecord> {
+  const cid = parseCid(added.cid.toString());
+  const { user, plan } = caller;
+  if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
+    throw new InvalidInput(`folder ${details.folderId} not found`, 'FOLDER_NOT_FOUND');
+  }
+  const file = await deps.db.locks.withLock(`storage:${user._id}`, async () => {
+    const [used, previous] = await Promise.all([deps.db.usage(user._id), deps.db.files.findForUser(user._id, cid.multihash)]);
+    assertStorageFits(plan, used - (previous?.size ?? 0), added.size);
+    const now = Date.now();
+    return (
+      await deps.db.files.upsert({
+        _id: userContentKey(user._id, cid.multihash),
+        userId: user._id,
+        cid: cid.v1,
+        multihash: cid.multihash,
+        name: details.name ?? cid.v1,
+        description: details.description ?? null,
+        size: added.size,
+        mimeType: details.mimeType,
+        folderId: details.folderId ?? null,
+        metadata: details.metadata ?? {},
+        createdAt: now,
+        updatedAt: now,
+      })
+    ).file;
+  });
+  await holdsChanged(deps.jobs, cid, { kind: 'file', key: file._id });
+  return file;
+}

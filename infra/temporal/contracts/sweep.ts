@@ -1,0 +1,20 @@
+// Contract of the sweep (workflows/sweep.ts), the scheduled safety net for what a Temporal
+// outage can leave behind: content whose holds and Cluster pins differ (a sync signal that
+// never went out), and pin requests whose workflow never started.
+import type { JobContract } from './job.js';
+
+export interface SweepResult {
+  resynced: number;
+  resumed: number;
+}
+export type SweepWorkflow = () => Promise<SweepResult>;
+
+export const sweepJob: JobContract<void, void> & { scheduleId(base: string): string; every: string } = {
+  workflowType: 'sweepWorkflow',
+  taskQueue: (base) => base,
+  workflowId: () => 'sweep',
+  searchAttributes: () => ({}),
+  // One schedule per task queue, so deployments (and test runs) sharing a namespace do not share it.
+  scheduleId: (base) => `stupa-sweep-holds:${base}`,
+  every: '1m',
+};

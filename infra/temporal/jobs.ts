@@ -1,0 +1,49 @@
+// Starting, signalling and cancelling workflows by their contracts (contracts/job.ts), from
+// the API and from activities. Every job carries its contract's Keyword search attributes, so
+// the Temporal UI finds it with `Cid="bafy…"` or `UserId="usr_…"`.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Workflow } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { JobContract, Jobs } from './contracts/job.js';
+
+export type { Jobs };
+
+function searchAttributes<K, I extends K>(job: JobContract<I, K>, input: I): SearchAttributePair[] {
+  return Object.entries(job.searchAttributes(input)).map(([name, value]) => ({
+    key: defineSearchAttributeKey(name, SearchAttributeType.KEYWORD),
+    value: value!,
+  }));
+}
+
+export function createJobs(client: Client, baseQueue: string): Jobs {
+  return {
+    async start(job, input, options = {}) {
+      await client.workflow.start(job.workflowType, {
+        workflowId: job.workflowId(input),
+        taskQueue: job.taskQueue(baseQueue),
+        args: [input],
+        workflowIdConflictPolicy: options.replace ? 'TERMINATE_EXISTING' : 'USE_EXISTING',
+        typedSearchAttributes: searchAttributes(job, input),
+      });
+    },
+
+    async signalWithStart(job, input, signal, args) {
+      await client.workflow.signalWithStart<Workflow, unknown[]>(job.workflowType, {
+        workflowId: job.workflowId(input),
+        taskQueue: job.taskQueue(baseQueue),
+        args: [input],
+        signal,
+        signalArgs: args,
+        typedSearchAttributes: searchAttributes(job, input),
+      });
+    },
+
+    async cancel(job, key) {
+      try {
+        await client.workflow.getHandle(job.workflowId(key)).cancel();
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,32 @@
+// The worker's logs: the Temporal SDK's own lines (worker state, webpack's bundle listing,
+// Core) go through the service's pino logger at LOG_LEVEL, like every other line.
+import fs from 'node:fs';
+import { startWorkerProcess } from '../infra/stack/services.js';
+import { tempDir, testEnv } from './support/stack.js';
+
+/** Starts a worker at `level`, stops it gracefully, and returns its output, one line a row. */
+async function workerLines(level: string): Promise<string[]> {
+  const worker = await startWorkerProcess(testEnv({ LOG_LEVEL: level }), { logDir: tempDir('stupa-worker-log-') });
+  await worker.stop();
+  const text = fs.readFileSync(worker.logFile, 'utf8');
+  // The first line is process.ts's own header (the command it started).
+  return text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('--- '));
+}
+
+test('at LOG_LEVEL=warn the worker prints nothing below warn, and no bundle listing', async () => {
+  const lines = await workerLines('warn');
+  for (const line of lines) {
+    const entry = JSON.parse(line) as { level: number; msg: string };
+    expect({ line, levelAtLeastWarn: entry.level >= 40 }).toEqual({ line, levelAtLeastWarn: true });
+  }
+  expect(lines.join('\n')).not.toMatch(/webpack|asset workflow-bundle|Workflow bundle created/i);
+}, 60_000);
+
+test("at LOG_LEVEL=info the SDK's own lines arrive as pino JSON", async () => {
+  const lines = await workerLines('info');
+  const entries = lines.map((line) => JSON.parse(line) as { level: number; msg: string; component?: string; name?: string });
+  const sdk = entries.filter((e) => e.component === 'temporal');
+  expect(sdk.length).toBeGreaterThan(0);
+  expect(sdk.every((e) => e.name === 'stupa-worker' && e.level >= 30)).toBe(true);
+  expect(entries.map((e) => e.msg)).toContain('worker polling');
+}, 60_000);

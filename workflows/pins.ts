@@ -1,0 +1,48 @@
+// One pin request (contract: infra/temporal/contracts/pins.ts): queued → pinning → pinned, or
+// failed with TIMEOUT when the content is not fetched by the request's deadline. The API
+// recorded the request (its hold on the content) before starting this workflow, which dials
+// the origins, asks Cluster to pin and watches Cluster until it reports the content pinned,
+// recording each step in MongoDB.
+//
+// Content that is already local takes one workflow task: the first step is a local activity
+// that pins and waits briefly. Otherwise a heartbeating activity waits, up to the deadline.
+import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import { pinWait, type PinResult, type PinWorkflow } from '../infra/temporal/contracts/pins.js';
+
+/** Short steps run as local activities: no task queue round trip each. */
+const local = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '1m',
+  // MongoDB or Temporal may be down for a while; keep trying, slower and slower.
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+export const pinWorkflow: PinWorkflow = async (input): Promise<PinResult> => {
+  const ref = { key: input.key, requestId: input.requestId };
+  const content = { ...ref, cid: input.cid, multihash: input.multihash, origins: input.origins };
+  let outcome = await local.beginPin(content);
+
+  if ('pinned' in outcome && !outcome.pinned) {
+    // The wait may last until the deadline (24 h by default); see the contract's `pinWait`.
+    const { awaitClusterPin } = proxyActivities<Pick<Activities, typeof pinWait.activity>>({
+      taskQueue: pinWait.taskQueue(workflowInfo().taskQueue),
+      startToCloseTimeout: Math.max(input.deadline - Date.now(), 0) + 60_000,
+      heartbeatTimeout: pinWait.heartbeatTimeoutMs,
+      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+    });
+    outcome = await awaitClusterPin({ ...content, deadline: input.deadline, requested: outcome.requested });
+  }
+
+  if ('gone' in outcome) return 'gone';
+  if (outcome.pinned) {
+    await local.completePin({ ...ref, size: outcome.size });
+    return 'pinned';
+  }
+  await local.failPin({
+    ...ref,
+    multihash: input.multihash,
+    cid: input.cid,
+    error: { reason: 'TIMEOUT', details: `the content was not fetched in time (last cluster status: ${outcome.lastStatus})` },
+  });
+  return 'failed';
+};
