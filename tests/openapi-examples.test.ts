@@ -3,7 +3,8 @@
 // parameter and every JSON request body has at least one, and every example in the document
 // is valid against its own schema. What the schemas cannot say (that a CID is a CID, that an
 // origin is a multiaddress naming its peer, that a key has the shape of the service's keys)
-// is checked with the service's own parsers. Needs no server.
+// is checked with the service's own parsers. So are the response links that lead tools from
+// a created resource to the operations on it. Needs no server.
 import fs from 'node:fs';
 import path from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
@@ -86,7 +87,12 @@ const operations = Object.entries(doc.paths).flatMap(([p, item]: [string, any]) 
       const where = `${m.toUpperCase()} ${p}`;
       const own = (op.parameters ?? []).map(deref);
       const inherited = (item.parameters ?? []).map(deref).filter((q: any) => !own.some((o: any) => o.name === q.name && o.in === q.in));
-      return { where, parameters: [...inherited, ...own], requestBody: op.requestBody ? deref(op.requestBody) : undefined };
+      return {
+        where,
+        operationId: op.operationId as string,
+        parameters: [...inherited, ...own],
+        requestBody: op.requestBody ? deref(op.requestBody) : undefined,
+      };
     }),
 );
 
@@ -239,5 +245,30 @@ describe('examples in the OpenAPI document', () => {
       }
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  // Links are how tools reach the success path of operations on resources an example cannot
+  // name (a key just created, a CID just uploaded): each must name a real operation, its
+  // parameters, and a property the response has.
+  test('every link names an existing operation, its parameters, and properties of the response', () => {
+    const byId = new Map(operations.map((o) => [o.operationId, o]));
+    let checked = 0;
+    for (const [at, response] of walk(doc)) {
+      if (!response.links || !response.content) continue;
+      const schema = deref(response.content['application/json']?.schema);
+      for (const [name, link] of Object.entries<any>(response.links)) {
+        const where = `${at.join('/')}/links/${name}`;
+        const target = byId.get(link.operationId);
+        if (!target) throw new Error(`${where} names ${link.operationId}, which is no operation`);
+        for (const [parameter, expression] of Object.entries<string>(link.parameters ?? {})) {
+          if (!target.parameters.some((p) => p.name === parameter))
+            throw new Error(`${where}: ${target.where} has no parameter ${parameter}`);
+          const property = /^\$response\.body#\/(\w+)$/.exec(expression)?.[1];
+          if (!property || !schema?.properties?.[property]) throw new Error(`${where}: ${expression} is not a property of the response`);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(5);
   });
 });
