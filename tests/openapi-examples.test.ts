@@ -1,4 +1,4 @@
-// The examples of api/openapi.json are what contract-testing tools (schemathesis and the
+// The examples of api/rest/openapi.json are what contract-testing tools (schemathesis and the
 // like) send first, so they must be able to reach each operation's success path: every
 // parameter and every JSON request body has at least one, and every example in the document
 // is valid against its own schema. What the schemas cannot say (that a CID is a CID, that an
@@ -6,14 +6,14 @@
 // is checked with the service's own parsers. So are the response links that lead tools from
 // a created resource to the operations on it. Needs no server.
 import fs from 'node:fs';
-import path from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { openApiPath } from '../api/rest/app.js';
 import { parseCid } from '../infra/cid.js';
 import { API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../infra/constants.js';
 import { looksLikeApiKey } from '../infra/secrets.js';
 
-const doc = JSON.parse(fs.readFileSync(path.join(process.cwd(), 'api/openapi.json'), 'utf8'));
+const doc = JSON.parse(fs.readFileSync(openApiPath, 'utf8'));
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
 function pointerGet(pointer: string): any {

@@ -1,4 +1,4 @@
-// api/openapi.json is a contract that tools test against, so it is tested itself: valid
+// api/rest/openapi.json is a contract that tools test against, so it is tested itself: valid
 // OpenAPI 3.1 with valid JSON Schemas and resolvable references, the same operations as the
 // Express app registers, every status an operation answers documented (no `default`), and
 // real answers of the running API valid against the schemas documented for their status.

@@ -27,7 +27,7 @@ export interface AppDeps extends UseCaseDeps {
   cluster: ClusterClient;
 }
 
-export const openApiPath = path.join(projectRoot, 'api/openapi.json');
+export const openApiPath = path.join(projectRoot, 'api/rest/openapi.json');
 
 export function createApp(deps: AppDeps): Express {
   const { config, logger, db } = deps;
