@@ -19,7 +19,8 @@ export const DEFAULT_STACK_PORT_BASE = 17000;
 export const API_KEY_PREFIX = 'stp_';
 export const API_KEY_RANDOM_LENGTH = 32;
 export const API_KEY_PREFIX_LENGTH = 12;
-/** Longest `expiresIn` accepted for an API key: ten years, in seconds. */
+/** Shortest and longest `expiresIn` accepted for an API key: a minute and ten years, in seconds. */
+export const API_KEY_MIN_EXPIRES_IN_S = 60;
 export const API_KEY_MAX_EXPIRES_IN_S = 10 * 365 * 24 * 3600;
 
 /** Rate limits count requests per key in fixed one-minute windows. */

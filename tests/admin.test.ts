@@ -86,6 +86,12 @@ test('bad usage is exit 2 with a message; unknown plan and user are refused', as
   const user = await admin('keys', 'create', '--user', 'usr_nobody', '--json');
   expect(user.code).toBe(2);
   expect(user.out.error.details).toMatch(/user usr_nobody not found/);
+  // A key's lifetime has the REST API's range here too: 60 s to 10 years.
+  const someone = await admin('users', 'create', '--email', `${crypto.randomUUID()}@example.test`, '--name', 'Y', '--json');
+  for (const seconds of ['59', '315360001', 'soon']) {
+    const long = await admin('keys', 'create', '--user', someone.out.userId, '--expires-in', seconds, '--json');
+    expect({ seconds, code: long.code, reason: long.out.error.reason }).toEqual({ seconds, code: 2, reason: 'INVALID_INPUT' });
+  }
   const missing = await admin('users', 'create', '--name', 'X');
   expect(missing.code).toBe(2);
   expect(missing.stderr).toMatch(/--email is required/);

@@ -161,6 +161,31 @@ describe('multipart uploads', () => {
     const r1 = await postStream(`${api.url}/upload/new`, user.apiKey, none.contentType, none.body);
     expect(r1.status).toBe(400);
     expect(r1.body.error.reason).toBe('MISSING_FILE');
+    // A part named "file" sent as a text field (no filename) is told so.
+    const asField = multipart({ file: 'just text' });
+    const r2 = await postStream(`${api.url}/upload/new`, user.apiKey, asField.contentType, asField.body);
+    expect(r2.status).toBe(400);
+    expect(r2.body.error).toEqual({ reason: 'MISSING_FILE', details: expect.stringMatching(/must be a file.*filename/) });
+    // Two file parts.
+    const boundary = 'two-files';
+    const part = (n: number) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f${n}.txt"\r\nContent-Type: text/plain\r\n\r\nfile ${n}\r\n`;
+    const two = await call(api, 'POST', '/upload/new', {
+      key: user.apiKey,
+      headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+      body: `${part(1)}${part(2)}--${boundary}--\r\n`,
+    });
+    expect(two.status).toBe(400);
+    expect(two.body.error.reason).toMatch(/^INVALID_MULTIPART$/);
+  });
+
+  test('query parameters are checked: car is true or false, nothing else is accepted', async () => {
+    for (const query of ['car=AAA', 'foo=1']) {
+      const res = await call(api, 'POST', `/upload/new?${query}`, { key: user.apiKey, body: { content: 'q' } });
+      expect({ query, status: res.status, reason: res.body.error?.reason }).toEqual({ query, status: 400, reason: 'INVALID_INPUT' });
+    }
+    const ok = await call(api, 'POST', '/upload/new?car=false', { key: user.apiKey, body: { content: 'query ok' } });
+    expect(ok.status).toBe(201);
   });
 
   test('uploading the same content again updates the record and counts its size once', async () => {

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { API_KEY_MAX_EXPIRES_IN_S } from '../../infra/constants.js';
+import { API_KEY_MAX_EXPIRES_IN_S, API_KEY_MIN_EXPIRES_IN_S } from '../../infra/constants.js';
 import { createApiKey, deleteApiKey, listApiKeys } from '../usecases/apikeys.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { caller } from './http/auth.js';
@@ -10,7 +10,7 @@ import { jsonBody, parse } from './http/validate.js';
 const createBody = z
   .strictObject({
     name: z.string().trim().min(1).max(64).optional(),
-    expiresIn: z.number().int().min(60).max(API_KEY_MAX_EXPIRES_IN_S).optional(),
+    expiresIn: z.number().int().min(API_KEY_MIN_EXPIRES_IN_S).max(API_KEY_MAX_EXPIRES_IN_S).optional(),
   })
   .optional();
 

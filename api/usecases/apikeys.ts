@@ -1,10 +1,10 @@
 // API key use-cases, shared by the REST routes and the admin CLI.
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import { isDuplicateKey } from '../../infra/db/errors.js';
-import { API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
+import { API_KEY_MAX_EXPIRES_IN_S, API_KEY_MIN_EXPIRES_IN_S, API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey, newApiKey, seal } from '../../infra/secrets.js';
 import type { UseCaseDeps } from './deps.js';
-import { Conflict, LimitReached, NotFound } from './errors.js';
+import { Conflict, InvalidInput, LimitReached, NotFound } from './errors.js';
 
 export type ApiKeyDeps = Pick<UseCaseDeps, 'db' | 'config'>;
 
@@ -34,6 +34,13 @@ export async function createApiKey(
   deps: ApiKeyDeps,
   input: { userId: string; maxKeys: number; name?: string; expiresIn?: number },
 ): Promise<{ apiKey: string; keyPrefix: string; keyName: string; createdAt: number; expiresAt?: number }> {
+  const { expiresIn } = input;
+  if (
+    expiresIn !== undefined &&
+    !(Number.isInteger(expiresIn) && expiresIn >= API_KEY_MIN_EXPIRES_IN_S && expiresIn <= API_KEY_MAX_EXPIRES_IN_S)
+  ) {
+    throw new InvalidInput(`expiresIn takes whole seconds from ${API_KEY_MIN_EXPIRES_IN_S} to ${API_KEY_MAX_EXPIRES_IN_S} (10 years)`);
+  }
   return deps.db.locks.withLock(keyLock(input.userId), async () => {
     if ((await deps.db.apiKeys.countForUser(input.userId)) >= input.maxKeys) {
       throw new LimitReached('API_KEY_LIMIT', `your plan allows ${input.maxKeys} API keys; delete one first`);

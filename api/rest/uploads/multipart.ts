@@ -50,6 +50,10 @@ export function readMultipart<T>(
     }
 
     parser.on('field', (name, value, info) => {
+      // A part without a filename (and not application/octet-stream) is a text field to busboy.
+      if (name === 'file') {
+        return fail(new InvalidInput('the part "file" must be a file: give it a filename in its Content-Disposition', 'MISSING_FILE'));
+      }
       if (info.valueTruncated) return fail(new InvalidInput(`field ${name} is longer than ${MAX_FIELD_BYTES} bytes`));
       fields[name] = value;
     });

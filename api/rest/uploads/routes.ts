@@ -27,6 +27,9 @@ const jsonUpload = z.strictObject({
   ...fileFields,
 });
 
+/** `car=true`: the multipart file is a CAR whose single root becomes the file. */
+const uploadQuery = z.strictObject({ car: z.enum(['true', 'false']).optional() });
+
 const multipartFields = z.strictObject({
   ...fileFields,
   metadata: z
@@ -56,8 +59,8 @@ export function uploadRoutes(deps: UseCaseDeps, { guard, uploadJsonLimit }: Rout
     return upload.record(await upload.add(bytes), () => ({ ...details, mimeType }));
   }
 
-  async function fromMultipart(req: Request, upload: Upload) {
-    const isCar = (fields: Record<string, string>) => fields.car === 'true' || req.query.car === 'true';
+  async function fromMultipart(req: Request, upload: Upload, query: z.infer<typeof uploadQuery>) {
+    const isCar = (fields: Record<string, string>) => fields.car === 'true' || query.car === 'true';
     const { fields, file } = await readMultipart(req, (source, seen, signal) => upload.add(source, { car: isCar(seen), signal }));
     return upload.record(file.added, () => {
       const { car: _car, ...details } = parse(multipartFields, fields, 'form');
@@ -67,13 +70,14 @@ export function uploadRoutes(deps: UseCaseDeps, { guard, uploadJsonLimit }: Rout
 
   resource(router, '/upload/new', {
     post: async (req, res) => {
+      const query = parse(uploadQuery, req.query, 'query');
       const multipart = req.is('multipart/form-data');
       if (!multipart && !req.is(JSON_TYPES)) throw unsupportedMediaType('application/json or multipart/form-data');
       // Before a byte is read: refused when the account is full. A multipart body's length
       // counts too (less some framing); a JSON body's does not (base64 is longer than its bytes).
       const declaredBytes = multipart ? Number(req.headers['content-length'] ?? 0) : undefined;
       const upload = await beginUpload(deps, caller(req), { declaredBytes });
-      const file = multipart ? await fromMultipart(req, upload) : await fromJson(req, res, upload);
+      const file = multipart ? await fromMultipart(req, upload, query) : await fromJson(req, res, upload);
       res.status(201).json(restFile(file, deps.config.gatewayUrl));
     },
   });
