@@ -13,13 +13,9 @@ async function workerLines(level: string): Promise<string[]> {
   return text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('--- '));
 }
 
-test('at LOG_LEVEL=warn the worker prints nothing below warn, and no bundle listing', async () => {
-  const lines = await workerLines('warn');
-  for (const line of lines) {
-    const entry = JSON.parse(line) as { level: number; msg: string };
-    expect({ line, levelAtLeastWarn: entry.level >= 40 }).toEqual({ line, levelAtLeastWarn: true });
-  }
-  expect(lines.join('\n')).not.toMatch(/webpack|asset workflow-bundle|Workflow bundle created/i);
+test('at LOG_LEVEL=warn a worker that starts and stops normally prints nothing', async () => {
+  // No bundle listing, no SDK INFO lines, no warning about the activities-only waits queue.
+  expect(await workerLines('warn')).toEqual([]);
 }, 60_000);
 
 test("at LOG_LEVEL=info the SDK's own lines arrive as pino JSON", async () => {

@@ -9,7 +9,10 @@ const SDK_LEVEL: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', in
 export function sdkLogger(logger: Logger): DefaultLogger {
   const level = SDK_LEVEL[logger.level] ?? 'ERROR';
   return new DefaultLogger(level, ({ level: entryLevel, message, meta }) => {
-    const method = entryLevel.toLowerCase() as 'trace' | 'debug' | 'info' | 'warn' | 'error';
+    // The waits queue's worker runs activities only, by design (workers/worker.ts): the SDK's
+    // warning about that says nothing an operator should act on.
+    const expected = message === 'No workflows registered, not polling for workflow tasks';
+    const method = expected ? 'debug' : (entryLevel.toLowerCase() as 'trace' | 'debug' | 'info' | 'warn' | 'error');
     logger[method]({ ...meta, component: 'temporal' }, message);
   });
 }
