@@ -3,6 +3,7 @@
 // has none, and these are also what scales on a real MongoDB).
 import mongoose from 'mongoose';
 import { createApiKeyStore } from './api-keys.js';
+import { createCorsStore } from './cors.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
 import { createHolds } from './holds.js';
@@ -25,6 +26,7 @@ export async function openDatabase(uri: string) {
   const pins = createPinStore(connection);
   const files = createFileStore(connection);
   const folders = createFolderStore(connection);
+  const cors = createCorsStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder]);
   const usageCache = new Map<string, { bytes: number; at: number }>();
@@ -39,6 +41,7 @@ export async function openDatabase(uri: string) {
     pins,
     files,
     folders,
+    cors,
     locks,
     /**
      * Bytes the user stores: files plus pinned content, derived rather than counted. Quick
