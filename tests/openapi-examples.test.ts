@@ -2,13 +2,14 @@
 // like) send first, so they must be able to reach each operation's success path: every
 // parameter and every JSON request body has at least one, and every example in the document
 // is valid against its own schema. What the schemas cannot say (that a CID is a CID, that an
-// origin is a multiaddress naming its peer, that a key has the shape of the service's keys)
-// is checked with the service's own parsers. So are the response links that lead tools from
+// origin is a multiaddress naming its peer, that a key has the shape of the service's keys,
+// that CORS rules are ones the service accepts) is checked with the service's own parsers. So are the response links that lead tools from
 // a created resource to the operations on it. Needs no server.
 import fs from 'node:fs';
 import { multiaddr } from '@multiformats/multiaddr';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { openApiPath } from '../api/rest/app.js';
+import { validateCors, type CorsInput } from '../api/usecases/cors.js';
 import { parseCid } from '../infra/cid.js';
 import { API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../infra/constants.js';
 import { looksLikeApiKey } from '../infra/secrets.js';
@@ -162,6 +163,13 @@ function assertMeaningful(name: string, value: unknown, where: string): void {
     if (typeof value !== 'string' || !looksLikeApiKey(value)) fail('is not shaped like an API key');
   } else if (name === 'keyPrefix') {
     if (typeof value !== 'string' || !isKeyPrefix(value)) fail('is not the first 12 characters of an API key');
+  } else if (name === 'CORSRules') {
+    // The rules S3 checks, by the use-case that checks them (rule by rule, field by field).
+    try {
+      validateCors({ CORSRules: value as CorsInput['CORSRules'] });
+    } catch (err) {
+      fail(`is refused: ${(err as Error).message}`);
+    }
   } else if (name === 'key') {
     // The path parameter of DELETE /apikeys/{key}: a full key or its prefix.
     if (typeof value !== 'string' || !(looksLikeApiKey(value) || isKeyPrefix(value))) fail('is neither an API key nor a key prefix');

@@ -211,7 +211,7 @@ describe('the document and the running API', () => {
 
   /** A request each route answers itself without changing anything: placeholders that match nothing, bodies that are refused. */
   const probe = (method: string, path: string) => ({
-    path: path.replace('{cid}', HELLO).replace('{key}', 'stp_00000000'),
+    path: path.replace('{cid}', HELLO).replace('{key}', 'stp_00000000').replace('{folderId}', 'fld_none'),
     body: ['POST', 'PUT'].includes(method) ? { unknownField: 1 } : undefined,
   });
 
@@ -389,6 +389,43 @@ describe('the document and the running API', () => {
     }
     const full = await createUser(api, 'full');
     conforms('POST', '/pin', await call(api, 'POST', '/pin', { key: full.apiKey, body: { cid: HELLO } }), 402);
+  });
+
+  test('folder CORS', async () => {
+    const now = Date.now();
+    const folderId = `fld_openapi${now}`;
+    await api.deps.db.folders.insert({
+      _id: folderId,
+      userId: alice.userId,
+      name: 'site',
+      parentFolderId: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const path = '/folders/{folderId}/cors';
+    const url = `/folders/${folderId}/cors`;
+    const example = doc.paths[path].put.requestBody.content['application/json'].examples.browserUploads.value;
+    conforms('GET', path, await call(api, 'GET', url, { key: alice.apiKey }), 404);
+    conforms('DELETE', path, await call(api, 'DELETE', url, { key: alice.apiKey }), 404);
+    const put = await call(api, 'PUT', url, { key: alice.apiKey, body: example });
+    conforms('PUT', path, put, 200);
+    expect(put.body).toEqual(example);
+    conforms('GET', path, await call(api, 'GET', url, { key: alice.apiKey }), 200);
+    const refused: [Parameters<typeof call>[3], number][] = [
+      [{ body: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PATCH'] }] } }, 400],
+      [{ body: { CORSRules: [{ AllowedOrigins: '*', AllowedMethods: ['GET'] }] } }, 400],
+      [{ body: '{"CORSRules":', headers: { 'Content-Type': 'application/json' } }, 400],
+      [{ body: 'x', headers: { 'Content-Type': 'text/plain' } }, 415],
+      [{ body: { CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['GET'], ID: 'x'.repeat(2 * 1024 * 1024) }] } }, 413],
+    ];
+    for (const [options, status] of refused) conforms('PUT', path, await call(api, 'PUT', url, { key: alice.apiKey, ...options }), status);
+    for (const method of ['PUT', 'GET', 'DELETE']) {
+      const body = method === 'PUT' ? example : undefined;
+      conforms(method, path, await call(api, method, url, { key: bob.apiKey, body }), 404);
+    }
+    const deleted = await call(api, 'DELETE', url, { key: alice.apiKey });
+    conforms('DELETE', path, deleted, 200);
+    expect(deleted.body).toEqual({ success: true, folderId });
   });
 
   test('429 carries Retry-After and the rate limit headers', async () => {

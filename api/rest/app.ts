@@ -12,6 +12,7 @@ import { projectRoot } from '../../infra/paths.js';
 import type { Temporal } from '../../infra/temporal/client.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { apiKeyRoutes } from './apikeys.js';
+import { corsRoutes } from './cors.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { fileRoutes } from './files.js';
 import { healthRoutes } from './health.js';
@@ -72,6 +73,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
   app.use(fileRoutes(deps, options));
   app.use(pinRoutes(deps, options));
+  app.use(corsRoutes(deps, options));
 
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
