@@ -1,9 +1,17 @@
 // `npm start`: the whole service on the embedded local stack. Starts FerretDB, Temporal
 // (with its Web UI), Kubo and an IPFS Cluster peer (each unless its URL is configured),
 // then one worker and one REST API process wired to them, and prints where everything is.
-// Ctrl-C or SIGTERM stops all of it; data stays in DATA_DIR for the next start.
 // `--stack-only` (npm run stack) starts only the stack, for running `npm run api` and
-// `npm run worker` by hand.
+// `npm run worker` by hand. Data stays in DATA_DIR for the next start.
+//
+// Stopping: SIGINT, SIGTERM or SIGHUP at any moment, the start included, stops every piece
+// and prints "[stupa] stopped"; signals that follow while it stops are ignored (npm forwards
+// the one its group got, so each arrives twice). package.json runs this file with
+// `exec node --import tsx`, not the tsx CLI: the CLI relays a signal to its node child, and
+// when the child has not reported it back (over tsx's IPC pipe) within 30 ms, sends it again,
+// then SIGKILL (strace of the CLI: kill(child, SIGTERM), kill(child, SIGKILL) 35 ms later, in
+// 2 of 3 tries), and the servers were left running with parent 1. With `exec`, npm's process
+// is this one's parent and exits only after it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +19,7 @@ import { masterKeyFile } from '../config.js';
 import { DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_DATA_DIR, DEFAULT_STACK_PORT_BASE } from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
-import { startStack } from './stack.js';
+import { startStack, type Stack } from './stack.js';
 
 const stackOnly = process.argv.includes('--stack-only');
 const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
@@ -34,17 +42,17 @@ function runService(name: string, entry: string, env: NodeJS.ProcessEnv): ChildP
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  child.once('error', (err) => {
+    void shutdown(1, `${name} could not start: ${err.message}`);
+  });
   child.on('exit', (code, signal) => {
-    if (!stopping) {
-      say(`${name} exited (${signal ?? code}); stopping everything`);
-      void shutdown(1);
-    }
+    void shutdown(1, `${name} exited (${signal ?? code})`);
   });
   return child;
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -53,26 +61,35 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 let stopping = false;
-let children: ChildProcess[] = [];
-let stopStack: () => Promise<void> = async () => undefined;
+// Aborting makes a start under way give up: startStack stops what it has started and rejects.
+const abort = new AbortController();
+let starting: Promise<Stack> | undefined;
+const services: ChildProcess[] = [];
 
-async function shutdown(code: number): Promise<void> {
+async function shutdown(code: number, why: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  say('stopping');
-  await Promise.all(children.map(stopChild));
-  await stopStack();
-  say('stopped');
+  const t = Date.now();
+  say(`stopping (${why})`);
+  abort.abort();
+  const stack = await starting?.catch(() => undefined);
+  await Promise.all(services.map(stopChild));
+  await stack?.stop();
+  say(`stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   process.exit(code);
 }
+
+// Installed before anything starts, and kept (not once): a signal while stopping must find a
+// handler, or its default action would kill this process halfway.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(0, signal));
+// A closed terminal (SIGHUP) makes writes to it fail; that must not crash the stop.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+process.on('uncaughtException', (err) => void shutdown(1, `unexpected error: ${err.stack ?? err.message}`));
 
 async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   ensureMasterKey();
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
-
-  const stack = await startStack({
+  starting = startStack({
     dataDir,
     ports: { base: portBase },
     ui: true,
@@ -82,8 +99,10 @@ async function main(): Promise<void> {
       kuboApiUrl: process.env.KUBO_API_URL || undefined,
       clusterApiUrl: process.env.CLUSTER_API_URL || undefined,
     },
+    signal: abort.signal,
   });
-  stopStack = stack.stop;
+  const stack = await starting;
+  if (stopping) return; // shutdown() stops it
   const { endpoints } = stack;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -95,7 +114,7 @@ async function main(): Promise<void> {
   };
   const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
   if (!stackOnly) {
-    children = [runService('worker', 'workers/main.ts', env), runService('api', 'api/main.ts', env)];
+    services.push(runService('worker', 'workers/main.ts', env), runService('api', 'api/main.ts', env));
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
@@ -113,7 +132,5 @@ async function main(): Promise<void> {
   say(lines.join('\n         '));
 }
 
-main().catch(async (err) => {
-  say(`failed to start: ${(err as Error).message}`);
-  await shutdown(1);
-});
+// An aborted start rejects too; shutdown() already runs then and this call does nothing.
+main().catch((err: Error) => void shutdown(1, `failed to start: ${err.message}`));
