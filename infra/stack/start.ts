@@ -12,6 +12,9 @@
 // then SIGKILL (strace of the CLI: kill(child, SIGTERM), kill(child, SIGKILL) 35 ms later, in
 // 2 of 3 tries), and the servers were left running with parent 1. With `exec`, npm's process
 // is this one's parent and exits only after it.
+// A supervisor killed anyway (SIGKILL) leaves its pids in DATA_DIR/stack.json, and the next
+// start stops what still runs (stack-file.ts); its API and worker stop themselves as soon as
+// it is gone (supervised.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,6 +22,7 @@ import { masterKeyFile } from '../config.js';
 import { DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_DATA_DIR, DEFAULT_STACK_PORT_BASE } from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
+import { updateStackFile } from './stack-file.js';
 import { startStack, type Stack } from './stack.js';
 
 const stackOnly = process.argv.includes('--stack-only');
@@ -36,12 +40,21 @@ function ensureMasterKey(): void {
   say(`generated a master key in ${masterKeyFile(dataDir)} (set MASTER_KEY in production)`);
 }
 
+// The API and worker run in process groups of their own (detached), so a signal to npm's
+// group reaches only this process, which stops each once: a second SIGTERM would kill the API
+// in the middle of its graceful close, and SIGHUP, which they do not handle, at once. The IPC
+// channel tells them when this process is gone (supervised.ts).
 function runService(name: string, entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], {
-    cwd: projectRoot,
-    env,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(projectRoot, 'infra/stack/supervised.ts'), path.join(projectRoot, entry)],
+    {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      detached: true,
+    },
+  );
   child.once('error', (err) => {
     void shutdown(1, `${name} could not start: ${err.message}`);
   });
@@ -114,7 +127,11 @@ async function main(): Promise<void> {
   };
   const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
   if (!stackOnly) {
-    services.push(runService('worker', 'workers/main.ts', env), runService('api', 'api/main.ts', env));
+    const worker = runService('worker', 'workers/main.ts', env);
+    const api = runService('api', 'api/main.ts', env);
+    services.push(worker, api);
+    // So that the next start can stop them if this process dies without doing so.
+    updateStackFile(dataDir, (doc) => void (doc.services = { worker: worker.pid ?? -1, api: api.pid ?? -1 }));
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
