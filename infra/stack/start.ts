@@ -97,7 +97,10 @@ async function shutdown(code: number, why: string): Promise<void> {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(0, signal));
 // A closed terminal (SIGHUP) makes writes to it fail; that must not crash the stop.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-process.on('uncaughtException', (err) => void shutdown(1, `unexpected error: ${err.stack ?? err.message}`));
+process.on('uncaughtException', (err) => {
+  say(`unexpected error: ${err.stack ?? err.message}`);
+  void shutdown(1, 'unexpected error');
+});
 
 async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
