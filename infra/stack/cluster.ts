@@ -24,6 +24,8 @@ export interface ClusterOptions {
   /** The Kubo RPC API the peer pins on, e.g. http://127.0.0.1:5001. */
   kuboApiUrl: string;
   signal?: AbortSignal;
+  /** Called with the server's pid as soon as it is spawned. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface ClusterPeer {
@@ -97,6 +99,7 @@ export async function startClusterPeer(options: ClusterOptions): Promise<Cluster
     logDir: options.logDir,
     env,
     dropEnv,
+    onSpawn: options.onSpawn,
   });
   const apiUrl = `http://127.0.0.1:${options.ports.api}`;
   try {

@@ -14,6 +14,8 @@ export interface FerretDbOptions {
   logDir: string;
   port: number;
   signal?: AbortSignal;
+  /** Called with the server's pid as soon as it is spawned. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface FerretDb {
@@ -58,6 +60,7 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
     logDir: options.logDir,
     // FERRETDB_* variables would set flags not named above (e.g. a Unix socket listener).
     dropEnv: ['FERRETDB_'],
+    onSpawn: options.onSpawn,
   });
   const uri = `mongodb://127.0.0.1:${options.port}/stupa`;
   try {

@@ -23,6 +23,8 @@ export interface KuboOptions {
   /** Log file name and label; 'kubo' unless given (a second node in a test: 'kubo-2'). */
   name?: string;
   signal?: AbortSignal;
+  /** Called with the server's pid as soon as it is spawned. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface KuboNode {
@@ -125,6 +127,7 @@ export async function startKubo(options: KuboOptions): Promise<KuboNode> {
     logDir: options.logDir,
     env,
     dropEnv: DROP_ENV,
+    onSpawn: options.onSpawn,
   });
   const apiUrl = `http://127.0.0.1:${options.ports.api}`;
   let peerId: string;

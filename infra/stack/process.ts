@@ -30,6 +30,8 @@ export interface StartProcessOptions {
   env?: Record<string, string>;
   /** Prefixes of inherited variables to remove, e.g. CLUSTER_, which the child would read as config. */
   dropEnv?: string[];
+  /** Called with the pid as soon as the process is spawned (the stack records it in stack.json). */
+  onSpawn?: (pid: number) => void;
 }
 
 // Children still running; killed when this Node process exits without stopping them (an
@@ -85,7 +87,10 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
       resolve();
     });
   });
-  if (pid > 0) live.set(pid, () => child.kill('SIGKILL'));
+  if (pid > 0) {
+    live.set(pid, () => child.kill('SIGKILL'));
+    options.onSpawn?.(pid);
+  }
 
   const describe = (problem: string) => new Error(`${name}: ${problem}; last lines of ${logFile}:\n${tail(logFile)}`);
 

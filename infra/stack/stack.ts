@@ -3,11 +3,11 @@
 // in `external` is not started and its URL is passed through (production: all four).
 import fs from 'node:fs';
 import path from 'node:path';
-import { cacheDir } from './binaries.js';
 import { startClusterPeer } from './cluster.js';
 import { startFerretDb } from './ferretdb.js';
 import { startKubo } from './kubo.js';
 import { assertPortsFree, freePorts } from './ports.js';
+import { reclaim, stackFilePath, updateStackFile, writeStackFile } from './stack-file.js';
 import { startTemporal } from './temporal.js';
 
 export interface StackEndpoints {
@@ -75,37 +75,8 @@ function say(line: string): void {
   process.stderr.write(`[stack] ${line}\n`);
 }
 
-/** Refuses a data directory whose stack.json names pieces that are still running. */
-function assertNotRunning(stackFile: string): void {
-  let pids: Record<string, number>;
-  try {
-    pids = (JSON.parse(fs.readFileSync(stackFile, 'utf8')) as { pids?: Record<string, number> }).pids ?? {};
-  } catch {
-    return;
-  }
-  const alive = Object.entries(pids).filter(([, pid]) => {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return false;
-    }
-    // After a crash and reboot the pid may belong to something else: check the command
-    // where /proc tells it.
-    try {
-      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(path.join(cacheDir(), 'bin'));
-    } catch {
-      return true;
-    }
-  });
-  if (alive.length > 0) {
-    const list = alive.map(([name, pid]) => `${name} ${pid}`).join(', ');
-    throw new Error(`a stack already runs on ${path.dirname(stackFile)} (${list}); stop it first`);
-  }
-}
-
 interface Running {
   name: string;
-  pid: number;
   stop(): Promise<void>;
 }
 
@@ -113,7 +84,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const external = options.external ?? {};
   const dataDir = path.resolve(options.dataDir);
   const logDir = path.join(dataDir, 'logs');
-  const stackFile = path.join(dataDir, 'stack.json');
+  const stackFile = stackFilePath(dataDir);
   // Aborted by the caller's signal, or by the first piece that fails, so siblings still
   // waiting to become healthy give up at once instead of running into their timeouts.
   const abort = new AbortController();
@@ -122,7 +93,12 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const { signal } = abort;
   let firstError: unknown;
   fs.mkdirSync(logDir, { recursive: true });
-  assertNotRunning(stackFile);
+  // What a stack whose owner died (SIGKILL) left running is stopped here; a live one is refused.
+  const t = Date.now();
+  const leftovers = await reclaim(dataDir);
+  if (leftovers.length > 0) {
+    say(`stopped what an earlier stack on ${dataDir} left running: ${leftovers.join(', ')} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
+  }
   const port = await allocatePorts(options.ports);
   if (options.ports !== 'free') {
     const wanted = {
@@ -136,6 +112,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     };
     await assertPortsFree(wanted);
   }
+
+  // Recorded before anything is spawned, and each server the moment it is: an owner killed
+  // at any point of the start leaves a file that names all it started.
+  writeStackFile(dataDir, { owner: process.pid, pids: {}, startedAt: new Date().toISOString() });
+  const spawned = (name: string) => (pid: number) => updateStackFile(dataDir, (doc) => void ((doc.pids ??= {})[name] = pid));
 
   const running: Running[] = [];
   const started: string[] = [];
@@ -160,7 +141,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     })());
 
   // Starts one piece, records it for stop(), and reports where it is and how long it took.
-  const start = async <T extends { pid: number; stop(): Promise<void> }>(name: string, run: () => Promise<T>, where: (r: T) => string) => {
+  const start = async <T extends { stop(): Promise<void> }>(name: string, run: () => Promise<T>, where: (r: T) => string) => {
     if (signal.aborted) throw new Error(`stack start aborted before ${name}`);
     const t = Date.now();
     let piece: T;
@@ -171,7 +152,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       abort.abort();
       throw err;
     }
-    running.push({ name, pid: piece.pid, stop: () => piece.stop() });
+    running.push({ name, stop: () => piece.stop() });
     started.push(name);
     say(`${name} ready at ${where(piece)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
     return piece;
@@ -186,7 +167,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         ? undefined
         : start(
             'ferretdb',
-            () => startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), logDir, port: port.ferretdb, signal }),
+            () =>
+              startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), logDir, port: port.ferretdb, signal, onSpawn: spawned('ferretdb') }),
             (r) => r.uri,
           ),
       external.temporalAddress
@@ -198,6 +180,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
                 dataDir: path.join(dataDir, 'temporal'),
                 logDir,
                 signal,
+                onSpawn: spawned('temporal'),
                 ports: {
                   frontend: port.temporal,
                   http: port.temporalHttp,
@@ -216,6 +199,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
                 dataDir: path.join(dataDir, 'kubo'),
                 logDir,
                 signal,
+                onSpawn: spawned('kubo'),
                 ports: { api: port.kuboApi, gateway: port.kuboGateway, swarm: port.kuboSwarm },
               }),
             (r) => r.apiUrl,
@@ -231,6 +215,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
               dataDir: path.join(dataDir, 'cluster'),
               logDir,
               signal,
+              onSpawn: spawned('cluster'),
               kuboApiUrl,
               ports: { api: port.clusterApi, swarm: port.clusterSwarm },
             }),
@@ -247,8 +232,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       clusterApiUrl: external.clusterApiUrl ?? cluster!.apiUrl,
     };
     // Other processes (the admin CLI, npm run api/worker) find the running stack here.
-    const pids = Object.fromEntries(running.map((p) => [p.name, p.pid]));
-    fs.writeFileSync(stackFile, `${JSON.stringify({ endpoints, pids, startedAt: new Date().toISOString() }, null, 2)}\n`);
+    updateStackFile(dataDir, (doc) => void (doc.endpoints = endpoints));
     return { endpoints, started, stop };
   } catch (err) {
     await stop();

@@ -1,9 +1,20 @@
 // `npm start`: the whole service on the embedded local stack. Starts FerretDB, Temporal
 // (with its Web UI), Kubo and an IPFS Cluster peer (each unless its URL is configured),
 // then one worker and one REST API process wired to them, and prints where everything is.
-// Ctrl-C or SIGTERM stops all of it; data stays in DATA_DIR for the next start.
 // `--stack-only` (npm run stack) starts only the stack, for running `npm run api` and
-// `npm run worker` by hand.
+// `npm run worker` by hand. Data stays in DATA_DIR for the next start.
+//
+// Stopping: SIGINT, SIGTERM or SIGHUP at any moment, the start included, stops every piece
+// and prints "[stupa] stopped"; signals that follow while it stops are ignored (npm forwards
+// the one its group got, so each arrives twice). package.json runs this file with
+// `exec node --import tsx`, not the tsx CLI: the CLI relays a signal to its node child, and
+// when the child has not reported it back (over tsx's IPC pipe) within 30 ms, sends it again,
+// then SIGKILL (strace of the CLI: kill(child, SIGTERM), kill(child, SIGKILL) 35 ms later, in
+// 2 of 3 tries), and the servers were left running with parent 1. With `exec`, npm's process
+// is this one's parent and exits only after it.
+// A supervisor killed anyway (SIGKILL) leaves its pids in DATA_DIR/stack.json, and the next
+// start stops what still runs (stack-file.ts); its API and worker stop themselves as soon as
+// it is gone (supervised.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +22,8 @@ import { masterKeyFile } from '../config.js';
 import { DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_DATA_DIR, DEFAULT_STACK_PORT_BASE } from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
-import { startStack } from './stack.js';
+import { updateStackFile } from './stack-file.js';
+import { startStack, type Stack } from './stack.js';
 
 const stackOnly = process.argv.includes('--stack-only');
 const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
@@ -28,23 +40,32 @@ function ensureMasterKey(): void {
   say(`generated a master key in ${masterKeyFile(dataDir)} (set MASTER_KEY in production)`);
 }
 
+// The API and worker run in process groups of their own (detached), so a signal to npm's
+// group reaches only this process, which stops each once: a second SIGTERM would kill the API
+// in the middle of its graceful close, and SIGHUP, which they do not handle, at once. The IPC
+// channel tells them when this process is gone (supervised.ts).
 function runService(name: string, entry: string, env: NodeJS.ProcessEnv): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], {
-    cwd: projectRoot,
-    env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(projectRoot, 'infra/stack/supervised.ts'), path.join(projectRoot, entry)],
+    {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      detached: true,
+    },
+  );
+  child.once('error', (err) => {
+    void shutdown(1, `${name} could not start: ${err.message}`);
   });
   child.on('exit', (code, signal) => {
-    if (!stopping) {
-      say(`${name} exited (${signal ?? code}); stopping everything`);
-      void shutdown(1);
-    }
+    void shutdown(1, `${name} exited (${signal ?? code})`);
   });
   return child;
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -53,26 +74,38 @@ async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 let stopping = false;
-let children: ChildProcess[] = [];
-let stopStack: () => Promise<void> = async () => undefined;
+// Aborting makes a start under way give up: startStack stops what it has started and rejects.
+const abort = new AbortController();
+let starting: Promise<Stack> | undefined;
+const services: ChildProcess[] = [];
 
-async function shutdown(code: number): Promise<void> {
+async function shutdown(code: number, why: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  say('stopping');
-  await Promise.all(children.map(stopChild));
-  await stopStack();
-  say('stopped');
+  const t = Date.now();
+  say(`stopping (${why})`);
+  abort.abort();
+  const stack = await starting?.catch(() => undefined);
+  await Promise.all(services.map(stopChild));
+  await stack?.stop();
+  say(`stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   process.exit(code);
 }
+
+// Installed before anything starts, and kept (not once): a signal while stopping must find a
+// handler, or its default action would kill this process halfway.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(0, signal));
+// A closed terminal (SIGHUP) makes writes to it fail; that must not crash the stop.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+process.on('uncaughtException', (err) => {
+  say(`unexpected error: ${err.stack ?? err.message}`);
+  void shutdown(1, 'unexpected error');
+});
 
 async function main(): Promise<void> {
   fs.mkdirSync(dataDir, { recursive: true });
   ensureMasterKey();
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
-
-  const stack = await startStack({
+  starting = startStack({
     dataDir,
     ports: { base: portBase },
     ui: true,
@@ -82,8 +115,10 @@ async function main(): Promise<void> {
       kuboApiUrl: process.env.KUBO_API_URL || undefined,
       clusterApiUrl: process.env.CLUSTER_API_URL || undefined,
     },
+    signal: abort.signal,
   });
-  stopStack = stack.stop;
+  const stack = await starting;
+  if (stopping) return; // shutdown() stops it
   const { endpoints } = stack;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -95,7 +130,11 @@ async function main(): Promise<void> {
   };
   const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
   if (!stackOnly) {
-    children = [runService('worker', 'workers/main.ts', env), runService('api', 'api/main.ts', env)];
+    const worker = runService('worker', 'workers/main.ts', env);
+    const api = runService('api', 'api/main.ts', env);
+    services.push(worker, api);
+    // So that the next start can stop them if this process dies without doing so.
+    updateStackFile(dataDir, (doc) => void (doc.services = { worker: worker.pid ?? -1, api: api.pid ?? -1 }));
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
@@ -113,7 +152,5 @@ async function main(): Promise<void> {
   say(lines.join('\n         '));
 }
 
-main().catch(async (err) => {
-  say(`failed to start: ${(err as Error).message}`);
-  await shutdown(1);
-});
+// An aborted start rejects too; shutdown() already runs then and this call does nothing.
+main().catch((err: Error) => void shutdown(1, `failed to start: ${err.message}`));

@@ -27,6 +27,8 @@ export interface TemporalOptions {
   logDir: string;
   ports: TemporalPorts;
   signal?: AbortSignal;
+  /** Called with the server's pid as soon as it is spawned. */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface TemporalServer {
@@ -90,6 +92,7 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     args,
     logDir: options.logDir,
     dropEnv: ['TEMPORAL_'],
+    onSpawn: options.onSpawn,
   });
   const address = `127.0.0.1:${ports.frontend}`;
   try {

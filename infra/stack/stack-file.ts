@@ -1,0 +1,142 @@
+// DATA_DIR/stack.json: where the stack running on a data directory answers (its endpoints,
+// which `npm run api`, `npm run worker` and the admin CLI read) and which processes it is made
+// of, each recorded the moment it is spawned. The servers run in process groups of their own,
+// so when their owner dies without stopping them (SIGKILL, the OOM killer) they keep running
+// and holding their ports. The next start on the data directory reads this file, checks that
+// each recorded pid is still that process (its command is one of ours and names this data
+// directory) and that its owner is gone (the process is no longer its child), and stops it:
+// a crash never blocks the next start, and a live stack is never touched.
+import fs from 'node:fs';
+import path from 'node:path';
+import { cacheDir } from './binaries.js';
+
+export interface StackFile {
+  /** The process that started the stack (npm start's supervisor, the test driver); the parent of every process below. */
+  owner?: number;
+  /** The servers by name (ferretdb, temporal, kubo, cluster), in spawn order. */
+  pids?: Record<string, number>;
+  /** The API and worker processes of npm start. */
+  services?: Record<string, number>;
+  endpoints?: object;
+  startedAt?: string;
+}
+
+/** In the command line of every service process that start.ts runs (see supervised.ts). */
+export const SERVICE_MARKER = 'infra/stack/supervised.';
+
+export const stackFilePath = (dataDir: string): string => path.join(dataDir, 'stack.json');
+
+export function readStackFile(dataDir: string): StackFile {
+  try {
+    return JSON.parse(fs.readFileSync(stackFilePath(dataDir), 'utf8')) as StackFile;
+  } catch {
+    return {};
+  }
+}
+
+/** Written to a temporary file and renamed, so a reader never sees half of it. */
+export function writeStackFile(dataDir: string, doc: StackFile): void {
+  const file = stackFilePath(dataDir);
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`);
+  fs.renameSync(tmp, file);
+}
+
+export function updateStackFile(dataDir: string, change: (doc: StackFile) => void): void {
+  const doc = readStackFile(dataDir);
+  change(doc);
+  writeStackFile(dataDir, doc);
+}
+
+interface ProcessInfo {
+  ppid: number;
+  /** Arguments and environment variables, each ending in NUL. */
+  cmdline: string;
+  environ: string;
+}
+
+/** What /proc says about a live process; undefined when it is gone, a zombie, or not ours to read. */
+function inspect(pid: number): ProcessInfo | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
+    const [state, ppid] = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    if (state === 'Z' || state === 'X') return undefined;
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
+    return { ppid: Number(ppid), cmdline, environ };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A server built by bootstrap.mjs or a service of start.ts, working on `dataDir`. */
+function belongs(info: ProcessInfo, dataDir: string): boolean {
+  const ours = info.cmdline.includes(`${path.join(cacheDir(), 'bin')}/`) || info.cmdline.includes(SERVICE_MARKER);
+  // Servers name their directory under dataDir in an argument or variable; services have DATA_DIR=dataDir.
+  const text = `${info.cmdline}\0${info.environ}`;
+  return ours && (text.includes(`${dataDir}/`) || text.includes(`\0DATA_DIR=${dataDir}\0`));
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** SIGTERM, SIGKILL after `graceMs`; resolves once the process is gone (or no longer the one we meant). */
+async function stopLeftover(pid: number, dataDir: string, graceMs: number): Promise<void> {
+  const gone = () => {
+    const info = inspect(pid);
+    return !info || !belongs(info, dataDir);
+  };
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // already gone
+    }
+  };
+  signal('SIGTERM');
+  for (const deadline = Date.now() + graceMs; Date.now() < deadline; await sleep(100)) if (gone()) return;
+  signal('SIGKILL');
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await sleep(100)) if (gone()) return;
+}
+
+/**
+ * Makes `dataDir` free for a new stack: throws when the processes recorded in its stack.json
+ * still run under their owner, and stops them when their owner is gone (services first, then
+ * the servers in reverse spawn order, as a normal stop does). Returns what it stopped.
+ */
+export async function reclaim(dataDir: string, graceMs = 10_000): Promise<string[]> {
+  const doc = readStackFile(dataDir);
+  const recorded = [...Object.entries(doc.services ?? {}), ...Object.entries(doc.pids ?? {}).reverse()];
+  if (recorded.length === 0) return [];
+  const describe = (list: [string, number][]) => list.map(([name, pid]) => `${name} ${pid}`).join(', ');
+  if (!fs.existsSync('/proc/self/stat')) {
+    // Without /proc (macOS) neither the command nor the parent can be checked: refuse, as
+    // before, while any recorded pid is alive.
+    const running = recorded.filter(([, pid]) => alive(pid));
+    if (running.length > 0) throw new Error(`a stack may still run on ${dataDir} (${describe(running)}); stop it first`);
+    return [];
+  }
+  const ours = recorded.flatMap(([name, pid]) => {
+    const info = inspect(pid);
+    return info && belongs(info, dataDir) ? [{ name, pid, ppid: info.ppid }] : [];
+  });
+  // A stack.json without an owner was written before owners were recorded: its processes
+  // may well be in use.
+  const owned = ours.filter((p) => doc.owner === undefined || p.ppid === doc.owner);
+  if (owned.length > 0) {
+    throw new Error(`a stack already runs on ${dataDir} (${describe(owned.map((p) => [p.name, p.pid]))}); stop it first`);
+  }
+  const services = ours.filter((p) => p.name in (doc.services ?? {}));
+  await Promise.all(services.map((p) => stopLeftover(p.pid, dataDir, graceMs)));
+  for (const p of ours.filter((q) => !services.includes(q))) await stopLeftover(p.pid, dataDir, graceMs);
+  return ours.map((p) => `${p.name} ${p.pid}`);
+}
