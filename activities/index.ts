@@ -9,6 +9,7 @@ import type { Kubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createHoldActivities } from './holds.js';
 import { createPinActivities } from './pins.js';
+import { createSnapshotActivities } from './snapshots.js';
 
 export interface ActivityDeps {
   config: Config;
@@ -20,7 +21,7 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createPinActivities(deps), ...createHoldActivities(deps) };
+  return { ...createPinActivities(deps), ...createHoldActivities(deps), ...createSnapshotActivities(deps) };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

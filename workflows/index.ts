@@ -3,4 +3,5 @@
 // contracts and the *types* of the activities.
 export { pinWorkflow } from './pins.js';
 export { syncCidWorkflow } from './holds.js';
+export { snapshotWorkflow } from './snapshots.js';
 export { sweepWorkflow } from './sweep.js';

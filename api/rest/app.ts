@@ -15,6 +15,7 @@ import { apiKeyRoutes } from './apikeys.js';
 import { corsRoutes } from './cors.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { fileRoutes } from './files.js';
+import { folderRoutes } from './folders.js';
 import { healthRoutes } from './health.js';
 import { guard } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
   app.use(fileRoutes(deps, options));
   app.use(pinRoutes(deps, options));
+  app.use(folderRoutes(deps, options));
   app.use(corsRoutes(deps, options));
 
   app.use(notFoundHandler);

@@ -38,6 +38,8 @@ const schema = new Schema<FileRecord>(
   { versionKey: false, minimize: false },
 );
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
+schema.index({ userId: 1, folderId: 1, createdAt: -1, _id: -1 });
+schema.index({ multihash: 1 });
 
 export interface FileQuery {
   folderId?: string | null;
@@ -107,6 +109,11 @@ export function createFileStore(conn: Connection) {
     async delete(key: string): Promise<boolean> {
       return (await Files.deleteOne({ _id: key }).exec()).deletedCount === 1;
     },
+
+    /** Every file directly in the folder (snapshots and recursive deletes read them all). */
+    inFolder: (userId: string, folderId: string) => Files.find({ userId, folderId }).lean<FileRecord[]>().exec(),
+
+    countInFolder: (userId: string, folderId: string) => Files.countDocuments({ userId, folderId }).exec(),
 
     /** Newest first; `after` continues from the previous page's last item. */
     list(userId: string, q: FileQuery): Promise<FileRecord[]> {

@@ -1,11 +1,15 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { isDuplicateKey } from './errors.js';
 
-/** A folder. Minimal until the folders issue adds its endpoints: files can be moved into one. */
+/** A folder of a user's files. Its path is derived from its parents, so moving or renaming a
+ * folder never rewrites what it holds. */
 export interface FolderRecord {
+  /** `fld_` + 16 base62 characters. */
   _id: string;
   userId: string;
   name: string;
+  /** null: at the top level. */
   parentFolderId: string | null;
   createdAt: number;
   updatedAt: number;
@@ -14,7 +18,7 @@ export interface FolderRecord {
 const schema = new Schema<FolderRecord>(
   {
     _id: { type: String, required: true },
-    userId: { type: String, required: true, index: true },
+    userId: { type: String, required: true },
     name: { type: String, required: true },
     parentFolderId: { type: String, default: null },
     createdAt: { type: Number, required: true },
@@ -22,17 +26,72 @@ const schema = new Schema<FolderRecord>(
   },
   { versionKey: false },
 );
+// Names are unique among siblings: an insert or rename that collides fails atomically (a
+// unique index is the one constraint FerretDB 1.24 enforces under concurrency).
+schema.index({ userId: 1, parentFolderId: 1, name: 1 }, { unique: true });
+schema.index({ userId: 1, createdAt: -1, _id: -1 });
+
+export interface FolderQuery {
+  /** undefined: every folder of the user; null: the top level; else that folder's children. */
+  parentFolderId?: string | null;
+  after?: { createdAt: number; id: string };
+  limit: number;
+}
 
 export function createFolderStore(conn: Connection) {
   const Folders: Model<FolderRecord> = conn.model<FolderRecord>('Folder', schema, 'folders');
   return {
     model: Folders,
-    insert: (folder: FolderRecord) => Folders.create(folder),
+
+    /** Inserts the folder; false when a sibling has its name. */
+    async insert(folder: FolderRecord): Promise<boolean> {
+      try {
+        await Folders.create(folder);
+        return true;
+      } catch (err) {
+        if (isDuplicateKey(err)) return false;
+        throw err;
+      }
+    },
+
     /** The folder if it is the user's; another user's folder is as good as missing. */
     async findForUser(userId: string, folderId: string): Promise<FolderRecord | null> {
       // By `_id` alone, the owner checked after (by-id.ts).
       const folder = await Folders.findById(folderId).lean<FolderRecord>().exec();
       return folder?.userId === userId ? folder : null;
+    },
+
+    /** Newest first; `after` continues from the previous page's last item. */
+    list(userId: string, q: FolderQuery): Promise<FolderRecord[]> {
+      const filter: Record<string, unknown> = { userId };
+      if (q.parentFolderId !== undefined) filter.parentFolderId = q.parentFolderId;
+      if (q.after) {
+        filter.$or = [{ createdAt: { $lt: q.after.createdAt } }, { createdAt: q.after.createdAt, _id: { $lt: q.after.id } }];
+      }
+      return Folders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FolderRecord[]>().exec();
+    },
+
+    /** Every child folder (snapshots and recursive deletes walk the tree with it). */
+    children: (userId: string, folderId: string) => Folders.find({ userId, parentFolderId: folderId }).lean<FolderRecord[]>().exec(),
+
+    /** Renames or moves; null when missing, false when a sibling has the name. */
+    async update(folderId: string, changes: Partial<Pick<FolderRecord, 'name' | 'parentFolderId'>>): Promise<FolderRecord | null | false> {
+      try {
+        return await Folders.findOneAndUpdate(
+          { _id: folderId },
+          { $set: { ...changes, updatedAt: Date.now() } },
+          { returnDocument: 'after' },
+        )
+          .lean<FolderRecord>()
+          .exec();
+      } catch (err) {
+        if (isDuplicateKey(err)) return false;
+        throw err;
+      }
+    },
+
+    async delete(folderId: string): Promise<boolean> {
+      return (await Folders.deleteOne({ _id: folderId }).exec()).deletedCount === 1;
     },
   };
 }

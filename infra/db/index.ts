@@ -10,6 +10,7 @@ import { createHolds } from './holds.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
+import { createSnapshotStore } from './snapshots.js';
 import { createUserStore } from './users.js';
 
 export async function openDatabase(uri: string) {
@@ -27,8 +28,9 @@ export async function openDatabase(uri: string) {
   const files = createFileStore(connection);
   const folders = createFolderStore(connection);
   const cors = createCorsStore(connection);
+  const snapshots = createSnapshotStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
-  const holds = createHolds([pins.holder, files.holder]);
+  const holds = createHolds([pins.holder, files.holder, snapshots.holder]);
   const usageCache = new Map<string, { bytes: number; at: number }>();
   const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
@@ -42,6 +44,7 @@ export async function openDatabase(uri: string) {
     files,
     folders,
     cors,
+    snapshots,
     locks,
     /**
      * Bytes the user stores: files plus pinned content, derived rather than counted. Quick

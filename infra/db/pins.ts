@@ -51,6 +51,7 @@ const schema = new Schema<PinRecord>(
   { versionKey: false, minimize: false },
 );
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
+schema.index({ multihash: 1 });
 
 /** The pin workflow's input for a request: what `jobs.start(pinJob, …)` is given. */
 export const pinJobInput = (pin: PinRecord): PinInput => ({

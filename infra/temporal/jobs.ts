@@ -4,7 +4,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
-import type { JobContract, Jobs } from './contracts/job.js';
+import type { JobContract, Jobs, JobState } from './contracts/job.js';
 
 export type { Jobs };
 
@@ -44,6 +44,28 @@ export function createJobs(client: Client, baseQueue: string): Jobs {
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
+    },
+
+    async signal(job, key, signal, args) {
+      await client.workflow.getHandle(job.workflowId(key)).signal(signal, ...args);
+    },
+
+    async state(job, key): Promise<JobState> {
+      const handle = client.workflow.getHandle(job.workflowId(key));
+      let status: string;
+      try {
+        status = (await handle.describe()).status.name;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return { state: 'none' };
+        throw err;
+      }
+      if (status === 'RUNNING' || status === 'CONTINUED_AS_NEW') return { state: 'running' };
+      if (status === 'COMPLETED') return { state: 'completed', result: await handle.result() };
+      return { state: 'none' };
+    },
+
+    query(job, key, query) {
+      return client.workflow.getHandle(job.workflowId(key)).query(query);
     },
   };
 }

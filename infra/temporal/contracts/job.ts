@@ -6,7 +6,7 @@
 // each other's types: the workflow sandbox may load them, and infra/ never imports workflows/.
 
 /** The Keyword search attributes the service sets; the local stack registers each of them. */
-export const SEARCH_ATTRIBUTES = ['Cid', 'UserId'] as const;
+export const SEARCH_ATTRIBUTES = ['Cid', 'UserId', 'FolderId'] as const;
 export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
 
 export interface JobContract<Input extends Key, Key = Input> {
@@ -31,4 +31,13 @@ export interface Jobs {
   signalWithStart<K, I extends K, A extends unknown[]>(job: JobContract<I, K>, input: I, signal: string, args: A): Promise<void>;
   /** Cancels the job with this key, if it runs. */
   cancel<K, I extends K>(job: JobContract<I, K>, key: K): Promise<void>;
+  /** Sends `signal` to the running job with this key. */
+  signal<K, I extends K, A extends unknown[]>(job: JobContract<I, K>, key: K, signal: string, args: A): Promise<void>;
+  /** The job's latest run: running, its result once completed, or none (never started, or
+   * failed, cancelled or terminated: a job to start again). */
+  state<K, I extends K>(job: JobContract<I, K>, key: K): Promise<JobState>;
+  /** Asks the running job a query. */
+  query<K, I extends K, R>(job: JobContract<I, K>, key: K, query: string): Promise<R>;
 }
+
+export type JobState = { state: 'running' } | { state: 'completed'; result: unknown } | { state: 'none' };

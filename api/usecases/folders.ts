@@ -1,0 +1,163 @@
+// Folder use-cases: a user's tree of folders. A folder's path is derived from its parents, so
+// renaming or moving one never rewrites its files. Deleting a folder releases every hold in it
+// (its files' and its snapshots') through the same reference-counted unpin as DELETE /pin.
+import type { FolderRecord } from '../../infra/db/folders.js';
+import type { SnapshotRecord } from '../../infra/db/snapshots.js';
+import { parseCid } from '../../infra/cid.js';
+import { randomBase62 } from '../../infra/secrets.js';
+import { holdsChanged } from './content.js';
+import type { UseCaseDeps } from './deps.js';
+import { Conflict, InvalidInput, NotFound } from './errors.js';
+
+type FolderDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
+
+export interface FolderView extends FolderRecord {
+  /** Files directly in the folder. */
+  fileCount: number;
+  latestSnapshot: SnapshotRecord | null;
+}
+
+/** A folder name is a UnixFS path segment: a snapshot makes it a directory name. */
+export function folderName(name: string): string {
+  if (name.length === 0 || Buffer.byteLength(name) > 255 || name.includes('/') || name === '.' || name === '..') {
+    throw new InvalidInput('a folder name is 1 to 255 bytes, without "/", and not "." or ".."', 'INVALID_FOLDER_NAME');
+  }
+  return name;
+}
+
+const nameTaken = (name: string) => new Conflict('FOLDER_EXISTS', `a folder named ${JSON.stringify(name)} exists there already`);
+
+async function ownFolder(deps: FolderDeps, userId: string, folderId: string, what = 'folder'): Promise<FolderRecord> {
+  const folder = await deps.db.folders.findForUser(userId, folderId);
+  if (!folder) throw new NotFound(what);
+  return folder;
+}
+
+async function view(deps: FolderDeps, folder: FolderRecord): Promise<FolderView> {
+  const [fileCount, [latestSnapshot]] = await Promise.all([
+    deps.db.files.countInFolder(folder.userId, folder._id),
+    deps.db.snapshots.list(folder._id, { limit: 1 }),
+  ]);
+  return { ...folder, fileCount, latestSnapshot: latestSnapshot ?? null };
+}
+
+export async function createFolder(deps: FolderDeps, userId: string, input: { name: string; parentFolderId?: string | null }) {
+  const parentFolderId = input.parentFolderId ?? null;
+  if (parentFolderId !== null) await ownFolder(deps, userId, parentFolderId, 'parent folder');
+  const now = Date.now();
+  const folder: FolderRecord = {
+    _id: `fld_${randomBase62(16)}`,
+    userId,
+    name: folderName(input.name),
+    parentFolderId,
+    createdAt: now,
+    updatedAt: now,
+  };
+  if (!(await deps.db.folders.insert(folder))) throw nameTaken(folder.name);
+  return view(deps, folder);
+}
+
+export async function getFolder(deps: FolderDeps, userId: string, folderId: string): Promise<FolderView> {
+  return view(deps, await ownFolder(deps, userId, folderId));
+}
+
+const encodeCursor = (f: FolderRecord) => Buffer.from(JSON.stringify([f.createdAt, f._id])).toString('base64url');
+function decodeCursor(cursor: string): { createdAt: number; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
+  } catch {
+    // fall through
+  }
+  throw new InvalidInput('cursor is not one this API gave out', 'INVALID_CURSOR');
+}
+
+/** The user's folders, newest first; `parentFolderId` (null: the top level) for one level. */
+export async function listFolders(
+  deps: FolderDeps,
+  userId: string,
+  q: { parentFolderId?: string | null; cursor?: string; limit: number },
+): Promise<{ items: FolderView[]; nextCursor: string | null }> {
+  if (q.parentFolderId) await ownFolder(deps, userId, q.parentFolderId, 'parent folder');
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const rows = await deps.db.folders.list(userId, { parentFolderId: q.parentFolderId, after, limit: q.limit + 1 });
+  const page = rows.slice(0, q.limit);
+  return {
+    items: await Promise.all(page.map((f) => view(deps, f))),
+    nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null,
+  };
+}
+
+/** Renames and/or moves a folder (`parentFolderId` null: to the top level). A move under
+ * itself or one of its own subfolders is refused. */
+export async function updateFolder(
+  deps: FolderDeps,
+  userId: string,
+  folderId: string,
+  changes: { name?: string; parentFolderId?: string | null },
+): Promise<FolderView> {
+  const folder = await ownFolder(deps, userId, folderId);
+  const set: { name?: string; parentFolderId?: string | null } = {};
+  if (changes.name !== undefined) set.name = folderName(changes.name);
+  const apply = async () => {
+    const updated = await deps.db.folders.update(folder._id, set);
+    if (updated === false) throw nameTaken(set.name ?? folder.name);
+    if (!updated) throw new NotFound('folder');
+    return view(deps, updated);
+  };
+  if (changes.parentFolderId === undefined) return apply();
+  set.parentFolderId = changes.parentFolderId;
+  // Moves are decided one at a time per user: two crossing moves (A under B, B under A) would
+  // each pass the cycle check alone.
+  return deps.db.locks.withLock(`folders:${userId}`, async () => {
+    for (let at = changes.parentFolderId ?? null; at !== null;) {
+      if (at === folder._id) throw new InvalidInput('a folder cannot be moved under itself or one of its subfolders', 'FOLDER_CYCLE');
+      at = (await ownFolder(deps, userId, at, 'parent folder')).parentFolderId;
+    }
+    return apply();
+  });
+}
+
+/**
+ * Deletes a folder. One with files or subfolders is refused unless `recursive`, which deletes
+ * everything under it. Every file and snapshot deleted releases its hold: the content leaves
+ * Cluster once nobody else holds it.
+ */
+export async function deleteFolder(deps: FolderDeps, userId: string, folderId: string, recursive: boolean): Promise<void> {
+  const root = await ownFolder(deps, userId, folderId);
+  if (!recursive) {
+    const [children, files] = await Promise.all([
+      deps.db.folders.children(userId, root._id),
+      deps.db.files.countInFolder(userId, root._id),
+    ]);
+    if (children.length > 0 || files > 0) {
+      throw new Conflict('FOLDER_NOT_EMPTY', `the folder holds ${files} files and ${children.length} folders; delete with ?recursive=true`);
+    }
+  }
+  // Depth first, children before their parent, so an interrupted delete leaves a smaller tree
+  // that a second delete finishes.
+  const order: FolderRecord[] = [];
+  for (const stack = [root]; stack.length > 0;) {
+    const folder = stack.pop()!;
+    order.unshift(folder);
+    stack.push(...(await deps.db.folders.children(userId, folder._id)));
+  }
+  for (const folder of order) {
+    for (const file of await deps.db.files.inFolder(userId, folder._id)) {
+      await deps.db.files.delete(file._id);
+      await holdsChanged(deps.jobs, parseCid(file.cid));
+    }
+    for (
+      let page = await deps.db.snapshots.list(folder._id, { limit: 500 });
+      page.length > 0;
+      page = await deps.db.snapshots.list(folder._id, { limit: 500 })
+    ) {
+      for (const snapshot of page) {
+        await deps.db.snapshots.delete(snapshot._id);
+        await holdsChanged(deps.jobs, parseCid(snapshot.cid));
+      }
+    }
+    await deps.db.cors.delete(folder._id);
+    await deps.db.folders.delete(folder._id);
+  }
+}

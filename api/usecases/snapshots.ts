@@ -1,0 +1,101 @@
+// Snapshot use-cases. A snapshot is the UnixFS directory of a folder's tree, built by a
+// durable workflow (workflows/snapshots.ts) whose ID names the folder and the digest of its
+// listing: asking while it runs finds the same job, and asking for an unchanged folder finds
+// the snapshot it made. A snapshot record is a hold on its directory until deleted.
+import { listTree } from '../../infra/db/folder-tree.js';
+import { snapshotKey, type SnapshotRecord } from '../../infra/db/snapshots.js';
+import { parseCid, type ParsedCid } from '../../infra/cid.js';
+import { snapshotJob, PROGRESS_QUERY, type SnapshotProgress, type SnapshotResult } from '../../infra/temporal/contracts/snapshots.js';
+import { holdsChanged } from './content.js';
+import type { UseCaseDeps } from './deps.js';
+import { InvalidInput, NotFound } from './errors.js';
+
+type SnapshotDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
+
+export interface SnapshotJobView {
+  /** The job: `<folderId>:<digest>` of the listing it snapshots. */
+  id: string;
+  folderId: string;
+  /** `none`: not asked for this content yet (or its record was deleted since). */
+  status: 'none' | 'running' | 'complete';
+  progress: SnapshotProgress | null;
+  snapshot: SnapshotRecord | null;
+}
+
+async function ownFolderTree(deps: SnapshotDeps, userId: string, folderId: string) {
+  const folder = await deps.db.folders.findForUser(userId, folderId);
+  if (!folder) throw new NotFound('folder');
+  return listTree(deps.db, userId, folderId);
+}
+
+/** Where the job for the folder's current content stands. */
+async function jobFor(deps: SnapshotDeps, userId: string, folderId: string, digest: string): Promise<SnapshotJobView> {
+  const key = { folderId, digest };
+  const base = { id: `${folderId}:${digest}`, folderId };
+  const job = await deps.jobs.state(snapshotJob, key);
+  if (job.state === 'running') {
+    const progress = await deps.jobs.query<typeof key, never, SnapshotProgress>(snapshotJob, key, PROGRESS_QUERY).catch(() => null);
+    return { ...base, status: 'running', progress, snapshot: null };
+  }
+  if (job.state === 'completed') {
+    const result = job.result as SnapshotResult;
+    if (result.status === 'complete') {
+      const { multihash } = parseCid(result.cid);
+      const snapshot = await deps.db.snapshots.get(snapshotKey(folderId, multihash));
+      if (snapshot?.userId === userId) {
+        return { ...base, status: 'complete', progress: { linked: result.fileCount, total: result.fileCount }, snapshot };
+      }
+    }
+  }
+  return { ...base, status: 'none', progress: null, snapshot: null };
+}
+
+/** Snapshots the folder as it is now, or finds the job (or snapshot) that does. */
+export async function startSnapshot(deps: SnapshotDeps, userId: string, folderId: string): Promise<SnapshotJobView> {
+  const tree = await ownFolderTree(deps, userId, folderId);
+  const found = await jobFor(deps, userId, folderId, tree.digest);
+  if (found.status !== 'none') return found;
+  // A running job with this ID is kept; one that ended is started afresh.
+  await deps.jobs.start(snapshotJob, { userId, folderId, digest: tree.digest });
+  return { ...found, status: 'running', progress: { linked: 0, total: tree.files.length } };
+}
+
+/** The snapshot job of the folder's current content, without starting one. */
+export async function snapshotStatus(deps: SnapshotDeps, userId: string, folderId: string): Promise<SnapshotJobView> {
+  const tree = await ownFolderTree(deps, userId, folderId);
+  return jobFor(deps, userId, folderId, tree.digest);
+}
+
+const encodeCursor = (s: SnapshotRecord) => Buffer.from(JSON.stringify([s.takenAt, s._id])).toString('base64url');
+function decodeCursor(cursor: string): { takenAt: number; id: string } {
+  try {
+    const [takenAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof takenAt === 'number' && typeof id === 'string') return { takenAt, id };
+  } catch {
+    // fall through
+  }
+  throw new InvalidInput('cursor is not one this API gave out', 'INVALID_CURSOR');
+}
+
+/** The folder's snapshots, newest first. */
+export async function listSnapshots(
+  deps: SnapshotDeps,
+  userId: string,
+  folderId: string,
+  q: { cursor?: string; limit: number },
+): Promise<{ items: SnapshotRecord[]; nextCursor: string | null }> {
+  if (!(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const rows = await deps.db.snapshots.list(folderId, { after, limit: q.limit + 1 });
+  const items = rows.slice(0, q.limit);
+  return { items, nextCursor: rows.length > q.limit ? encodeCursor(items[items.length - 1]!) : null };
+}
+
+/** Deletes a snapshot, releasing its hold: its directory leaves Cluster unless held otherwise. */
+export async function deleteSnapshot(deps: SnapshotDeps, userId: string, folderId: string, cid: ParsedCid): Promise<{ cid: string }> {
+  if (!(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
+  const snapshot = await deps.db.snapshots.get(snapshotKey(folderId, cid.multihash));
+  if (snapshot?.userId !== userId || !(await deps.db.snapshots.delete(snapshot._id))) throw new NotFound('snapshot');
+  await holdsChanged(deps.jobs, cid);
+  return { cid: snapshot.cid };
+}

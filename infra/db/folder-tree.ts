@@ -1,0 +1,69 @@
+// A folder's tree as a snapshot lays it out: subfolders become subdirectories and files keep
+// their names, in an order and with names that depend only on the tree, so an unchanged
+// folder gives the same listing, digest and directory CID again.
+//
+// File names are user text and may not be valid path segments or may repeat (files are keyed
+// by content, not by name): `/` becomes `_`, `.` and `..` become `_.` and `_..`, and a name
+// already taken in its directory (by a subfolder, or an earlier file in (name, CID) order)
+// gets ` (2)`, ` (3)`, … before its extension. Folder names are valid and unique already.
+import crypto from 'node:crypto';
+import type { FileStore } from './files.js';
+import type { FolderStore } from './folders.js';
+
+export interface TreeListing {
+  /** Subdirectories, relative to the folder, every parent before its children. */
+  dirs: string[];
+  /** Files with their paths relative to the folder, in a fixed order. */
+  files: { path: string; cid: string; size: number }[];
+  totalSize: number;
+  /** sha-256 of the listing, hex, 32 characters: names the snapshot job of this content. */
+  digest: string;
+}
+
+function safeName(name: string): string {
+  const flat = name.replaceAll('/', '_');
+  return flat === '.' || flat === '..' ? `_${flat}` : flat;
+}
+
+function unique(name: string, taken: Set<string>): string {
+  if (!taken.has(name)) return name;
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  for (let n = 2; ; n++) {
+    const candidate = `${stem} (${n})${ext}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/** Byte order of UTF-8, as UnixFS orders directory entries. */
+const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+export async function listTree(db: { folders: FolderStore; files: FileStore }, userId: string, folderId: string): Promise<TreeListing> {
+  const dirs: string[] = [];
+  const files: TreeListing['files'] = [];
+  // Breadth first, so every parent is listed before its children.
+  const queue: { id: string; path: string }[] = [{ id: folderId, path: '' }];
+  while (queue.length > 0) {
+    const { id, path } = queue.shift()!;
+    const [children, inHere] = await Promise.all([db.folders.children(userId, id), db.files.inFolder(userId, id)]);
+    const taken = new Set<string>();
+    for (const child of children.sort((a, b) => byBytes(a.name, b.name))) {
+      const childPath = path ? `${path}/${child.name}` : child.name;
+      taken.add(child.name);
+      dirs.push(childPath);
+      queue.push({ id: child._id, path: childPath });
+    }
+    const ordered = inHere.sort((a, b) => byBytes(a.name, b.name) || byBytes(a.cid, b.cid));
+    for (const file of ordered) {
+      const name = unique(safeName(file.name), taken);
+      taken.add(name);
+      files.push({ path: path ? `${path}/${name}` : name, cid: file.cid, size: file.size });
+    }
+  }
+  const digest = crypto
+    .createHash('sha256')
+    .update(JSON.stringify({ dirs, files: files.map((f) => [f.path, f.cid]) }))
+    .digest('hex')
+    .slice(0, 32);
+  return { dirs, files, totalSize: files.reduce((sum, f) => sum + f.size, 0), digest };
+}

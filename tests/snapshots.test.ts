@@ -1,0 +1,218 @@
+// Folder snapshots: the directory CID equals what `ipfs add -r --hidden` of the same tree gives
+// on the stack's Kubo (the unixfs-v1-2025 profile), at the HAMT boundary too; repeat requests
+// find the same job or snapshot; a snapshot is a hold; a worker killed mid-build is survived.
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pLimit from 'p-limit';
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid } from '../infra/cid.js';
+import { userContentKey } from '../infra/db/by-id.js';
+import { binaryPath } from '../infra/stack/binaries.js';
+import { snapshotJob } from '../infra/temporal/contracts/snapshots.js';
+import { bytes, cluster, collect, kubo, MiB, multipart, postStream } from './support/content.js';
+import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+const exec = promisify(execFile);
+const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
+let api: ApiServer;
+let worker: WorkerProcess;
+
+beforeAll(async () => {
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+/** `ipfs add -r --hidden` of a directory on disk, by the stack's Kubo with its profile. */
+async function addR(dir: string): Promise<string> {
+  const port = new URL(stack.kuboApiUrl).port;
+  const { stdout } = await exec(
+    binaryPath('kubo', 'ipfs'),
+    ['--api', `/ip4/127.0.0.1/tcp/${port}`, 'add', '-r', '--hidden', '--pin=false', '-Q', dir],
+    {
+      maxBuffer: 1 << 20,
+    },
+  );
+  return parseCid(stdout.trim()).v1;
+}
+
+const mkdir = async (user: TestUser, name: string, parentFolderId?: string) =>
+  (await call(api, 'POST', '/folders', { key: user.apiKey, body: { name, parentFolderId } })).body.folderId as string;
+
+/** Asks for the snapshot and waits until it is complete; returns the last status answer. */
+async function snapshot(user: TestUser, folderId: string) {
+  const started = await call(api, 'POST', `/folders/${folderId}/snapshot`, { key: user.apiKey });
+  expect([200, 202]).toContain(started.status);
+  return eventually(
+    () => call(api, 'GET', `/folders/${folderId}/snapshot`, { key: user.apiKey }),
+    (r) => r.body.status === 'complete',
+    120_000,
+    'snapshot complete',
+  );
+}
+
+const inCluster = async (cid: string) => (await cluster().allocations()).some((a) => a.cid === cid);
+
+/**
+ * Files whose records are written directly (their bytes added to Kubo first), in a folder:
+ * thousands of uploads through the API would take minutes. Each is pinned in Cluster as the
+ * sync workflow would, so the holds and Cluster agree and the sweep has nothing to repair.
+ */
+async function directFiles(user: TestUser, folderId: string, dir: string, names: string[], content: (i: number) => string) {
+  fs.mkdirSync(dir, { recursive: true });
+  const now = Date.now();
+  const pinning: Promise<void>[] = [];
+  const limit = pLimit(8);
+  for (const [i, name] of names.entries()) {
+    const data = Buffer.from(content(i));
+    fs.writeFileSync(path.join(dir, name), data);
+    const cid = parseCid((await kubo().add(data, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
+    await api.deps.db.files.upsert({
+      _id: userContentKey(user.userId, cid.multihash),
+      userId: user.userId,
+      cid: cid.v1,
+      multihash: cid.multihash,
+      name,
+      description: null,
+      size: data.length,
+      mimeType: 'text/plain',
+      folderId,
+      metadata: {},
+      createdAt: now + i,
+      updatedAt: now + i,
+    });
+    pinning.push(limit(() => cluster().pin(cid.v1, { metadata: { service: 'stupa' } })));
+  }
+  await Promise.all(pinning);
+}
+
+test('a nested tree (unicode, empty folder, dotfile, 0-byte and multi-block files) snapshots to the CID of ipfs add -r', async () => {
+  const user = await createUser(api);
+  const disk = tempDir('stupa-snap-');
+  const root = await mkdir(user, 'site');
+  const sub = await mkdir(user, 'sub', root);
+  const deeper = await mkdir(user, 'deeper', sub);
+  await mkdir(user, 'empty', root);
+  const uni = await mkdir(user, 'ünïcødé 📁', root);
+  for (const d of ['sub/deeper', 'empty', 'ünïcødé 📁']) fs.mkdirSync(path.join(disk, d), { recursive: true });
+
+  const files: [string, string, string][] = [
+    [root, 'index.html', '<h1>hello</h1>'],
+    [root, '.hidden', 'dot'],
+    [root, 'zero.bin', ''],
+    [root, 'B.txt', 'capital'],
+    [sub, 'a.txt', 'in sub'],
+    [deeper, 'x', 'deep'],
+    [uni, 'é.txt', 'accent'],
+  ];
+  const where = new Map([
+    [root, ''],
+    [sub, 'sub'],
+    [deeper, 'sub/deeper'],
+    [uni, 'ünïcødé 📁'],
+  ]);
+  for (const [folderId, name, content] of files as [string, string, string][]) {
+    const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, name, folderId } });
+    expect(res.status).toBe(201);
+    fs.writeFileSync(path.join(disk, where.get(folderId)!, name), content);
+  }
+  // 3 MiB + 1: several blocks, streamed as multipart into a subfolder.
+  const big = await collect(bytes(3 * MiB + 1, 'snapshot-big'));
+  fs.writeFileSync(path.join(disk, 'sub', 'big.bin'), big);
+  const form = multipart({ folderId: sub }, { name: 'big.bin', source: bytes(3 * MiB + 1, 'snapshot-big') });
+  expect((await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body)).status).toBe(201);
+
+  const expected = await addR(disk);
+  const done = await snapshot(user, root);
+  expect(done.body).toEqual({
+    id: expect.stringMatching(new RegExp(`^${root}:[0-9a-f]{32}$`)),
+    folderId: root,
+    status: 'complete',
+    progress: { linked: 8, total: 8 },
+    snapshot: { cid: expected, takenAt: expect.any(Number), fileCount: 8, totalSize: 3 * MiB + 1 + 14 + 3 + 0 + 7 + 6 + 4 + 6 },
+  });
+  expect(await inCluster(expected)).toBe(true);
+
+  // Asking again for the unchanged folder finds the same snapshot: no second job.
+  const key = { folderId: root, digest: done.body.id.split(':')[1] };
+  const runBefore = (await api.deps.temporal.client.workflow.getHandle(snapshotJob.workflowId(key)).describe()).runId;
+  const again = await call(api, 'POST', `/folders/${root}/snapshot`, { key: user.apiKey });
+  expect(again.status).toBe(200);
+  expect(again.body.snapshot).toEqual(done.body.snapshot);
+  expect((await api.deps.temporal.client.workflow.getHandle(snapshotJob.workflowId(key)).describe()).runId).toBe(runBefore);
+
+  const listed = await call(api, 'GET', `/folders/${root}/snapshots`, { key: user.apiKey });
+  expect(listed.body).toEqual({ items: [done.body.snapshot], nextCursor: null });
+  expect((await call(api, 'GET', `/folders/${root}`, { key: user.apiKey })).body.latestSnapshot).toEqual({
+    cid: expected,
+    takenAt: done.body.snapshot.takenAt,
+    fileCount: 8,
+  });
+
+  // A snapshot is a hold: with every file deleted its directory stays pinned, until it is deleted.
+  for (const item of (await call(api, 'GET', '/upload/list?limit=100', { key: user.apiKey })).body.items) {
+    expect((await call(api, 'DELETE', `/pin/${item.cid}`, { key: user.apiKey })).status).toBe(200);
+  }
+  await syncRoundsDone(api.deps.temporal.client, expected);
+  expect(await inCluster(expected)).toBe(true);
+  const del = await call(api, 'DELETE', `/folders/${root}/snapshots/${expected}`, { key: user.apiKey });
+  expect(del.body).toEqual({ success: true, cid: expected });
+  await syncRoundsDone(api.deps.temporal.client, expected);
+  expect(await inCluster(expected)).toBe(false);
+  expect((await call(api, 'DELETE', `/folders/${root}/snapshots/${expected}`, { key: user.apiKey })).status).toBe(404);
+}, 180_000);
+
+test('at the HAMT boundary (a 262,144-byte directory block) the CIDs equal ipfs add -r on both sides', async () => {
+  // Links of 242 bytes each (36-byte CID, 196-byte name, sizes under 128) plus the 4 bytes of
+  // the directory's data: 1083 links make a 262,090-byte block, 1084 make 262,332: a HAMT.
+  const pad = 'p'.repeat(190);
+  for (const [n, plainBlock] of [
+    [1083, true],
+    [1084, false],
+  ] as const) {
+    const user = await createUser(api);
+    const folder = await mkdir(user, `flat-${n}`);
+    const disk = tempDir(`stupa-hamt-${n}-`);
+    const names = Array.from({ length: n }, (_, i) => `${String(i).padStart(6, '0')}${pad}`);
+    await directFiles(user, folder, disk, names, (i) => `hamt ${n} file ${i}`);
+    const expected = await addR(disk);
+    const done = await snapshot(user, folder);
+    expect({ n, cid: done.body.snapshot.cid }).toEqual({ n, cid: expected });
+    const { size } = await kubo().block.stat(parseCid(expected).cid);
+    expect({ n, plainBlock: size === 4 + 242 * n }).toEqual({ n, plainBlock });
+  }
+}, 300_000);
+
+test('a worker killed mid-snapshot is replaced, and the new one finishes the same directory', async () => {
+  const user = await createUser(api);
+  const folder = await mkdir(user, 'many');
+  const sub = await mkdir(user, 'sub', folder);
+  const disk = tempDir('stupa-kill-');
+  const names = Array.from({ length: 500 }, (_, i) => `file-${i}.txt`);
+  await directFiles(user, folder, disk, names, (i) => `killed ${i}`);
+  await directFiles(user, sub, path.join(disk, 'sub'), names, (i) => `killed sub ${i}`);
+  const expected = await addR(disk);
+
+  expect((await call(api, 'POST', `/folders/${folder}/snapshot`, { key: user.apiKey })).status).toBe(202);
+  // Kill it once it has linked some files, but not all.
+  const midway = await eventually(
+    () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey }),
+    (r) => r.body.status === 'running' && (r.body.progress?.linked ?? 0) > 0,
+    60_000,
+    'snapshot under way',
+  );
+  expect(midway.body.progress.linked).toBeLessThan(1000);
+  await worker.kill('SIGKILL');
+  worker = await startWorkerProcess(env);
+  const done = await eventually(
+    () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey }),
+    (r) => r.body.status === 'complete',
+    120_000,
+    'snapshot complete after the restart',
+  );
+  expect(done.body.snapshot).toMatchObject({ cid: expected, fileCount: 1000 });
+}, 240_000);

@@ -1,0 +1,46 @@
+// One folder snapshot (contract: infra/temporal/contracts/snapshots.ts): build the UnixFS
+// directory of the folder from its files' CIDs, record it (a hold, so Cluster pins it), wait
+// until Cluster has it, and drop the build's workspace. The `progress` query answers how many
+// files are linked so far.
+import { defineQuery, defineSignal, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import {
+  LINKED_SIGNAL,
+  PROGRESS_QUERY,
+  type SnapshotProgress,
+  type SnapshotResult,
+  type SnapshotWorkflow,
+} from '../infra/temporal/contracts/snapshots.js';
+
+const progressQuery = defineQuery<SnapshotProgress>(PROGRESS_QUERY);
+const linkedSignal = defineSignal<[SnapshotProgress]>(LINKED_SIGNAL);
+
+const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' };
+/** Heartbeating steps: a worker that dies is noticed within 10 s and the step resumes elsewhere. */
+const { buildSnapshot, awaitSnapshotPinned } = proxyActivities<Activities>({
+  startToCloseTimeout: '2h',
+  heartbeatTimeout: '10s',
+  retry,
+});
+const { recordSnapshot, removeSnapshotWorkspace } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
+
+export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<SnapshotResult> => {
+  let progress: SnapshotProgress = { linked: 0, total: 0 };
+  setHandler(progressQuery, () => progress);
+  setHandler(linkedSignal, (reported) => {
+    if (reported.linked >= progress.linked) progress = reported;
+  });
+
+  const built = await buildSnapshot(input);
+  if (built.changed) return { status: 'changed' };
+  const takenAt = await recordSnapshot({
+    ...input,
+    cid: built.cid,
+    fileCount: built.fileCount,
+    totalSize: built.totalSize,
+    takenAt: Date.now(),
+  });
+  await awaitSnapshotPinned({ cid: built.cid });
+  await removeSnapshotWorkspace(input);
+  return { status: 'complete', cid: built.cid, fileCount: built.fileCount, totalSize: built.totalSize, takenAt };
+};
