@@ -5,12 +5,15 @@
 //   upload.ts   1 GiB through POST /upload/new vs Kubo's own /api/v0/add (and the API's RSS)
 //   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow
 //   latency.ts  GET /pin/:cid under 100 connections vs a bare Express app
-// Goals missed are reported, not failures: exit 0 when it ran, non-zero when something
-// broke. Everything started is stopped, and the directory removed, on every path.
+// `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
+// with a million records. Goals missed are reported, not failures: exit 0 when it ran,
+// non-zero when something broke. Everything started is stopped, and the directory removed,
+// on every path.
 import os from 'node:os';
 import { runBench, say, type BenchContext } from './harness.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
+import { benchScale, parseScaleArgs } from './scale.js';
 import { benchUpload, ROUNDS, type UploadResult } from './upload.js';
 
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
@@ -74,7 +77,11 @@ async function costOverComponents({ endpoints, apiUrl, api, user, loadStart, sig
 }
 
 async function main(): Promise<number> {
-  return runBench(costOverComponents);
+  const args = process.argv.slice(2);
+  if (!args.includes('--scale')) return runBench(costOverComponents);
+  // Flags are checked before anything starts: a typo costs no stack.
+  const options = parseScaleArgs(args.filter((a) => a !== '--scale'));
+  return runBench((ctx) => benchScale(ctx, options));
 }
 
 main().then(
