@@ -77,6 +77,9 @@ export function parseScaleArgs(args: string[]): ScaleOptions {
     if (!text || !Number.isFinite(value) || value < 0) throw new Error(`--${name} needs a number, not ${text ?? 'nothing'}\n${USAGE}`);
     values[name] = value;
   }
+  for (const name of ['timeout', 'load-minutes']) {
+    if (!(values[name]! > 0)) throw new Error(`--${name} must be more than 0\n${USAGE}`);
+  }
   if (!Number.isInteger(values.users) || values.users! < 2) throw new Error(`--users must be a whole number of at least 2\n${USAGE}`);
   for (const name of ['files', 'pins']) {
     if (!Number.isInteger(values[name]) || values[name]! < 1000)
