@@ -1,35 +1,24 @@
 // `npm run bench`: how much the service costs over the components it is built on, from one
 // run on one machine. An isolated stack (free ports, a temporary directory, as `npm test`
-// starts it), the API and a worker as their own processes, a user made with the admin CLI;
-// then three benchmarks, each a ratio against the raw component:
+// starts it), the API and a worker as their own processes, a user made with the admin CLI
+// (harness.ts); then three benchmarks, each a ratio against the raw component:
 //   upload.ts   1 GiB through POST /upload/new vs Kubo's own /api/v0/add (and the API's RSS)
 //   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow
 //   latency.ts  GET /pin/:cid under 100 connections vs a bare Express app
-// Goals missed are reported, not failures: exit 0 when it ran, non-zero when something
-// broke. Everything started here is stopped, and the directory removed, on every path.
-import fs from 'node:fs';
+// `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
+// with a million records. Goals missed are reported, not failures: exit 0 when it ran,
+// non-zero when something broke. Everything started is stopped, and the directory removed,
+// on every path.
 import os from 'node:os';
-import path from 'node:path';
-import { freePorts } from '../../infra/stack/ports.js';
-import { tail } from '../../infra/stack/process.js';
-import { startStack, type Stack } from '../../infra/stack/stack.js';
-import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
-import { createBenchUser, serviceEnv } from './children.js';
+import { runBench, say, type BenchContext } from './harness.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
+import { benchScale, parseScaleArgs } from './scale.js';
 import { benchUpload, ROUNDS, type UploadResult } from './upload.js';
-
-function say(line: string): void {
-  process.stderr.write(`[bench] ${line}\n`);
-}
 
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
-
-function exitCode(signal: NodeJS.Signals): number {
-  return 128 + (os.constants.signals[signal] ?? 1);
-}
 
 function summary(
   upload: UploadResult,
@@ -61,90 +50,38 @@ function summary(
   ];
 }
 
+/** The default benchmark: upload, pins and latency, each against its raw component. */
+async function costOverComponents({ endpoints, apiUrl, api, user, loadStart, signal, track }: BenchContext): Promise<number> {
+  const upload = await benchUpload(
+    { kuboApiUrl: endpoints.kuboApiUrl, clusterApiUrl: endpoints.clusterApiUrl, apiUrl, apiKey: user.apiKey, apiPid: api.pid, say },
+    signal,
+  );
+  say(`upload: api ${fixed(upload.apiMBps)} MB/s, kubo ${fixed(upload.kuboMBps)} MB/s`);
+
+  const pins = await benchPins({ ...endpoints, apiUrl, apiKey: user.apiKey, userId: user.userId, say }, signal);
+  say(`pins: ${fixed(pins.pinsPerSecond)}/s (POSTs took ${fixed(pins.postSeconds)} s, all pinned after ${fixed(pins.totalSeconds)} s)`);
+  say(`empty workflow: 1,000 executions, ${CONCURRENCY} at a time`);
+  const empty = await benchEmptyWorkflow(endpoints.temporalAddress, signal);
+  say(`empty workflow: ${fixed(empty.perSecond)}/s (${fixed(empty.seconds)} s)`);
+
+  const load = await benchLatency({ apiUrl, apiKey: user.apiKey, cid: pins.cids[0]!, say }, track);
+
+  process.stdout.write(`\n${summary(upload, pins, empty.perSecond, load, loadStart).join('\n')}\n`);
+  // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
+  const broken = [
+    ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
+    ...(load.bare.bad > 0 ? [`${load.bare.bad} bare Express answers were errors, timeouts or not 2xx: the load test itself is off`] : []),
+  ];
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
 async function main(): Promise<number> {
-  const dataDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'stupa-bench-'));
-  const logDir = path.join(dataDir, 'logs');
-  const abort = new AbortController();
-  // Stops of what was started, newest last; run in reverse, each once, before the stack.
-  const stops: Array<() => Promise<void>> = [];
-  const track = (stop: () => Promise<void>) => void stops.push(stop);
-  let stackStarting: Promise<Stack> | undefined;
-  let cleaning: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaning ??= (async () => {
-      for (const stop of stops.reverse()) await stop().catch((err: Error) => say(`stopping failed: ${err.message}`));
-      // Aborted, a stack still starting stops what it started and rejects.
-      const stack = await stackStarting?.catch(() => undefined);
-      await stack?.stop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    })());
-
-  let interrupted: NodeJS.Signals | undefined;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) {
-      // A second Ctrl-C: leave now; process.ts kills the children as this process exits.
-      say(`${signal} again: exiting without cleanup (${dataDir} is left behind)`);
-      process.exit(exitCode(signal));
-    }
-    interrupted = signal;
-    say(`${signal}: stopping`);
-    abort.abort();
-    // Whatever the benchmark is waiting on may never settle (a Temporal call with the server
-    // alive): clean up from here and exit, rather than wait for main to notice.
-    void cleanup().finally(() => process.exit(exitCode(signal)));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-
-  try {
-    const loadStart = fixed(os.loadavg()[0]!);
-    const t = Date.now();
-    stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
-    const { endpoints } = await stackStarting;
-    say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
-    const [apiPort] = await freePorts(1);
-    const env = serviceEnv(endpoints, dataDir, apiPort!);
-    const services = { logDir, track, signal: abort.signal };
-    const [api] = await Promise.all([startApiProcess(env, services), startWorkerProcess(env, services)]);
-    const apiUrl = `http://127.0.0.1:${apiPort}`;
-    const user = await createBenchUser(env);
-    say(`API ${apiUrl} (pid ${api.pid}) and worker ready; user ${user.userId}`);
-
-    const upload = await benchUpload(
-      { kuboApiUrl: endpoints.kuboApiUrl, clusterApiUrl: endpoints.clusterApiUrl, apiUrl, apiKey: user.apiKey, apiPid: api.pid, say },
-      abort.signal,
-    );
-    say(`upload: api ${fixed(upload.apiMBps)} MB/s, kubo ${fixed(upload.kuboMBps)} MB/s`);
-
-    const pins = await benchPins({ ...endpoints, apiUrl, apiKey: user.apiKey, userId: user.userId, say }, abort.signal);
-    say(`pins: ${fixed(pins.pinsPerSecond)}/s (POSTs took ${fixed(pins.postSeconds)} s, all pinned after ${fixed(pins.totalSeconds)} s)`);
-    say(`empty workflow: 1,000 executions, ${CONCURRENCY} at a time`);
-    const empty = await benchEmptyWorkflow(endpoints.temporalAddress, abort.signal);
-    say(`empty workflow: ${fixed(empty.perSecond)}/s (${fixed(empty.seconds)} s)`);
-
-    const load = await benchLatency({ apiUrl, apiKey: user.apiKey, cid: pins.cids[0]!, say }, track);
-
-    process.stdout.write(`\n${summary(upload, pins, empty.perSecond, load, loadStart).join('\n')}\n`);
-    // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
-    const broken = [
-      ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
-      ...(load.bare.bad > 0 ? [`${load.bare.bad} bare Express answers were errors, timeouts or not 2xx: the load test itself is off`] : []),
-    ];
-    for (const problem of broken) say(`broken: ${problem}`);
-    return broken.length > 0 ? 1 : 0;
-  } catch (err) {
-    if (interrupted) return exitCode(interrupted);
-    say(`failed: ${(err as Error).stack ?? String(err)}`);
-    for (const name of ['api', 'worker']) {
-      const file = path.join(logDir, `${name}.log`);
-      if (fs.existsSync(file)) say(`last lines of ${name}.log:\n${tail(file, 30)}`);
-    }
-    return 1;
-  } finally {
-    const t = Date.now();
-    await cleanup();
-    say(`everything stopped in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-  }
+  const args = process.argv.slice(2);
+  if (!args.includes('--scale')) return runBench(costOverComponents);
+  // Flags are checked before anything starts: a typo costs no stack.
+  const options = parseScaleArgs(args.filter((a) => a !== '--scale'));
+  return runBench((ctx) => benchScale(ctx, options));
 }
 
 main().then(

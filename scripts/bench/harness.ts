@@ -1,0 +1,102 @@
+// What every benchmark of `npm run bench` runs in: an isolated stack (free ports, a temporary
+// directory, as `npm test` starts it), the API and a worker as their own processes, a user
+// made with the admin CLI. Everything started here is stopped, and the directory removed, on
+// every path (also Ctrl-C); a failure prints the last lines of the API's and worker's logs.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { freePorts } from '../../infra/stack/ports.js';
+import { tail, type ManagedProcess } from '../../infra/stack/process.js';
+import { startStack, type Stack, type StackEndpoints } from '../../infra/stack/stack.js';
+import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
+import { createBenchUser, serviceEnv } from './children.js';
+
+export function say(line: string): void {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+function exitCode(signal: NodeJS.Signals): number {
+  return 128 + (os.constants.signals[signal] ?? 1);
+}
+
+export interface BenchContext {
+  /** The stack's temporary directory (each piece's data in <dataDir>/<piece>/). */
+  dataDir: string;
+  endpoints: StackEndpoints;
+  /** The environment the API, the worker and the admin CLI were given. */
+  env: Record<string, string>;
+  apiUrl: string;
+  api: ManagedProcess;
+  worker: ManagedProcess;
+  user: { userId: string; apiKey: string };
+  /** Load average (1 min) when the benchmark started, formatted. */
+  loadStart: string;
+  signal: AbortSignal;
+  /** Registers a stop to run at cleanup, before the stack stops. */
+  track(stop: () => Promise<void>): void;
+}
+
+/** Runs `body` on a fresh stack; resolves with the exit code (body's, or 1 on a failure). */
+export async function runBench(body: (ctx: BenchContext) => Promise<number>): Promise<number> {
+  const dataDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'stupa-bench-'));
+  const logDir = path.join(dataDir, 'logs');
+  const abort = new AbortController();
+  // Stops of what was started, newest last; run in reverse, each once, before the stack.
+  const stops: Array<() => Promise<void>> = [];
+  const track = (stop: () => Promise<void>) => void stops.push(stop);
+  let stackStarting: Promise<Stack> | undefined;
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      for (const stop of stops.reverse()) await stop().catch((err: Error) => say(`stopping failed: ${err.message}`));
+      // Aborted, a stack still starting stops what it started and rejects.
+      const stack = await stackStarting?.catch(() => undefined);
+      await stack?.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    })());
+
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) {
+      // A second Ctrl-C: leave now; process.ts kills the children as this process exits.
+      say(`${signal} again: exiting without cleanup (${dataDir} is left behind)`);
+      process.exit(exitCode(signal));
+    }
+    interrupted = signal;
+    say(`${signal}: stopping`);
+    abort.abort();
+    // Whatever the benchmark is waiting on may never settle (a Temporal call with the server
+    // alive): clean up from here and exit, rather than wait for main to notice.
+    void cleanup().finally(() => process.exit(exitCode(signal)));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    const loadStart = os.loadavg()[0]!.toFixed(1);
+    const t = Date.now();
+    stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
+    const { endpoints } = await stackStarting;
+    say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
+    const [apiPort] = await freePorts(1);
+    const env = serviceEnv(endpoints, dataDir, apiPort!);
+    const services = { logDir, track, signal: abort.signal };
+    const [api, worker] = await Promise.all([startApiProcess(env, services), startWorkerProcess(env, services)]);
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const user = await createBenchUser(env);
+    say(`API ${apiUrl} (pid ${api.pid}) and worker ready; user ${user.userId}`);
+    return await body({ dataDir, endpoints, env, apiUrl, api, worker, user, loadStart, signal: abort.signal, track });
+  } catch (err) {
+    if (interrupted) return exitCode(interrupted);
+    say(`failed: ${(err as Error).stack ?? String(err)}`);
+    for (const name of ['api', 'worker']) {
+      const file = path.join(logDir, `${name}.log`);
+      if (fs.existsSync(file)) say(`last lines of ${name}.log:\n${tail(file, 30)}`);
+    }
+    return 1;
+  } finally {
+    const t = Date.now();
+    await cleanup();
+    say(`everything stopped in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  }
+}
