@@ -388,6 +388,9 @@ function countingJobs(): Jobs & { signals: number } {
     signalWithStart: async () => {
       jobs.signals++;
     },
+    signal: async () => undefined,
+    state: async () => ({ state: 'none' as const }),
+    query: async () => Promise.reject(new Error('the bench runs no jobs')),
   };
   return jobs;
 }
