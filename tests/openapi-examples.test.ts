@@ -5,62 +5,14 @@
 // origin is a multiaddress naming its peer, that a key has the shape of the service's keys,
 // that CORS rules are ones the service accepts) is checked with the service's own parsers. So are the response links that lead tools from
 // a created resource to the operations on it. Needs no server.
-import fs from 'node:fs';
 import { multiaddr } from '@multiformats/multiaddr';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { openApiPath } from '../api/rest/app.js';
 import { validateCors, type CorsInput } from '../api/usecases/cors.js';
 import { parseCid } from '../infra/cid.js';
 import { API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../infra/constants.js';
 import { looksLikeApiKey } from '../infra/secrets.js';
+import { ajv, compile, deref, doc, walk } from './support/openapi.js';
 
-const doc = JSON.parse(fs.readFileSync(openApiPath, 'utf8'));
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-
-function pointerGet(pointer: string): any {
-  if (!pointer.startsWith('#/')) throw new Error(`only local references are expected: ${pointer}`);
-  let node: any = doc;
-  for (const part of pointer.slice(2).split('/')) {
-    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (node === null || typeof node !== 'object' || !(key in node)) throw new Error(`${pointer} does not resolve`);
-    node = node[key];
-  }
-  return node;
-}
-
-/** Follows Reference Objects (parameters, request bodies, examples) to what they name. */
-function deref(node: any): any {
-  for (let hops = 0; node && typeof node.$ref === 'string'; hops++) {
-    if (hops > 10) throw new Error('reference loop');
-    node = pointerGet(node.$ref);
-  }
-  return node;
-}
-
-function* walk(node: any, at: string[] = []): Generator<[string[], any]> {
-  if (node === null || typeof node !== 'object') return;
-  yield [at, node];
-  for (const [k, v] of Object.entries(node)) yield* walk(v, [...at, k]);
-}
-
-// JSON Schema 2020-12, strict, with references to components resolved through a resource
-// that holds them all.
-const BASE = 'https://stupa.invalid/openapi.json';
-const SCHEMAS = '#/components/schemas/';
-const absolute = (schema: unknown): object =>
-  JSON.parse(JSON.stringify(schema), (key, value) => {
-    if (key !== '$ref' || typeof value !== 'string') return value;
-    if (!value.startsWith(SCHEMAS)) throw new Error(`a schema refers to ${value}, which is not a schema`);
-    return `${BASE}#/$defs/${value.slice(SCHEMAS.length)}`;
-  });
-const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
-ajv.addSchema({ $id: BASE, $defs: absolute(doc.components.schemas) });
-const compiled = new Map<unknown, ValidateFunction>();
-function compile(schema: object): ValidateFunction {
-  let fn = compiled.get(schema);
-  if (!fn) compiled.set(schema, (fn = ajv.compile(absolute(schema))));
-  return fn;
-}
 
 interface Example {
   /** Where it is in the document, for messages. */

@@ -2,15 +2,13 @@
 // OpenAPI 3.1 with valid JSON Schemas and resolvable references, the same operations as the
 // Express app registers, every status an operation answers documented (no `default`), and
 // real answers of the running API valid against the schemas documented for their status.
-import fs from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { createApp, openApiPath } from '../api/rest/app.js';
+import { createApp } from '../api/rest/app.js';
 import type { ApiServer } from '../api/rest/server.js';
 import { call, createUser, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { testTaskQueue } from './support/worker.js';
+import { ajv, compile, deref, doc, pointerGet, walk } from './support/openapi.js';
 
-const doc = JSON.parse(fs.readFileSync(openApiPath, 'utf8'));
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const HELLO = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
 
@@ -21,52 +19,6 @@ const operations: [string, string, any][] = Object.entries(doc.paths).flatMap(([
     .map((m): [string, string, any] => [m.toUpperCase(), path, item[m]]),
 );
 const isAuthenticated = (op: any) => !(Array.isArray(op.security) && op.security.length === 0);
-
-function pointerGet(pointer: string): any {
-  if (!pointer.startsWith('#/')) throw new Error(`only local references are used: ${pointer}`);
-  let node: any = doc;
-  for (const part of pointer.slice(2).split('/')) {
-    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (node === null || typeof node !== 'object' || !(key in node)) throw new Error(`${pointer} does not resolve`);
-    node = node[key];
-  }
-  return node;
-}
-
-/** Follows Reference Objects (of responses, parameters, headers) to what they name. */
-function deref(node: any): any {
-  for (let hops = 0; node && typeof node.$ref === 'string'; hops++) {
-    if (hops > 10) throw new Error('reference loop');
-    node = pointerGet(node.$ref);
-  }
-  return node;
-}
-
-function* walk(node: any, path: string[] = []): Generator<[string[], any]> {
-  if (node === null || typeof node !== 'object') return;
-  yield [path, node];
-  for (const [k, v] of Object.entries(node)) yield* walk(v, [...path, k]);
-}
-
-// JSON Schema 2020-12 (the OpenAPI 3.1 dialect), strict: an unknown keyword or a misplaced
-// one is an error, not an annotation that silently validates nothing.
-const BASE = 'https://stupa.invalid/openapi.json';
-const SCHEMAS = '#/components/schemas/';
-/** The schema with its references to components made absolute, into a resource of their own. */
-const absolute = (schema: unknown): unknown =>
-  JSON.parse(JSON.stringify(schema), (key, value) => {
-    if (key !== '$ref' || typeof value !== 'string') return value;
-    if (!value.startsWith(SCHEMAS)) throw new Error(`a schema refers to ${value}, which is not a schema`);
-    return `${BASE}#/$defs/${value.slice(SCHEMAS.length)}`;
-  });
-const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
-ajv.addSchema(absolute({ $id: BASE, $defs: doc.components.schemas }) as object);
-const compiled = new Map<unknown, ValidateFunction>();
-function compile(schema: object): ValidateFunction {
-  let fn = compiled.get(schema);
-  if (!fn) compiled.set(schema, (fn = ajv.compile(absolute(schema) as object)));
-  return fn;
-}
 
 /** `/file/:cid` → `/file/{cid}` */
 const openApiPathOf = (expressPath: string) => expressPath.replace(/:(\w+)/g, '{$1}');

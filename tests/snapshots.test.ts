@@ -24,8 +24,17 @@ beforeAll(async () => {
   [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
 });
 afterAll(async () => {
+  // What directFiles wrote goes again, records first, then their Cluster pins (so the sweep
+  // finds nothing to repair): later test files share this database, and on FerretDB every
+  // scan (an upload's storage total, an unpin decision) reads all of it.
+  await api?.deps.db.files.model.deleteMany({ userId: { $in: [...written.keys()] } }).exec();
+  const limit = pLimit(8);
+  await Promise.all([...written.values()].flat().map((cid) => limit(() => cluster().unpin(cid))));
   await Promise.all([api?.close(), worker?.kill()]);
 });
+
+/** The users whose file records directFiles wrote, with the CIDs it pinned. */
+const written = new Map<string, string[]>();
 
 /** `ipfs add -r --hidden` of a directory on disk, by the stack's Kubo with its profile. */
 async function addR(dir: string): Promise<string> {
@@ -85,6 +94,7 @@ async function directFiles(user: TestUser, folderId: string, dir: string, names:
       createdAt: now + i,
       updatedAt: now + i,
     });
+    written.set(user.userId, [...(written.get(user.userId) ?? []), cid.v1]);
     pinning.push(limit(() => cluster().pin(cid.v1, { metadata: { service: 'stupa' } })));
   }
   await Promise.all(pinning);

@@ -3,7 +3,8 @@
 import type { FileRecord } from '../../infra/db/files.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import type { UseCaseDeps } from './deps.js';
-import { InvalidInput, NotFound } from './errors.js';
+import { NotFound } from './errors.js';
+import { decodeCursor, toPage } from './pages.js';
 
 export type { FileRecord };
 type FileDeps = Pick<UseCaseDeps, 'db'>;
@@ -28,19 +29,6 @@ export async function moveFile(deps: FileDeps, userId: string, cid: ParsedCid, f
   return file;
 }
 
-/** An opaque cursor: the position of the last item of a page. */
-const encodeCursor = (f: FileRecord) => Buffer.from(JSON.stringify([f.createdAt, f._id])).toString('base64url');
-
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
-  } catch {
-    // fall through
-  }
-  throw new InvalidInput('cursor is not one this API gave out', 'INVALID_CURSOR');
-}
-
 export interface FileListQuery {
   /** `null`: files outside any folder. */
   folderId?: string | null;
@@ -59,8 +47,6 @@ export async function listFiles(
   q: FileListQuery,
 ): Promise<{ items: FileRecord[]; nextCursor: string | null }> {
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  // One more than asked tells whether another page exists.
-  const rows = await deps.db.files.list(userId, { ...q, after, limit: q.limit + 1 });
-  const items = rows.slice(0, q.limit);
-  return { items, nextCursor: rows.length > q.limit ? encodeCursor(items[items.length - 1]!) : null };
+  const rows = await deps.db.files.list(userId, { ...q, after: after && { createdAt: after.at, id: after.id }, limit: q.limit + 1 });
+  return toPage(rows, q.limit, (f) => ({ at: f.createdAt, id: f._id }));
 }

@@ -8,6 +8,7 @@ import { randomBase62 } from '../../infra/secrets.js';
 import { holdsChanged } from './content.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, NotFound } from './errors.js';
+import { decodeCursor, toPage } from './pages.js';
 
 type FolderDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
 
@@ -61,17 +62,6 @@ export async function getFolder(deps: FolderDeps, userId: string, folderId: stri
   return view(deps, await ownFolder(deps, userId, folderId));
 }
 
-const encodeCursor = (f: FolderRecord) => Buffer.from(JSON.stringify([f.createdAt, f._id])).toString('base64url');
-function decodeCursor(cursor: string): { createdAt: number; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id };
-  } catch {
-    // fall through
-  }
-  throw new InvalidInput('cursor is not one this API gave out', 'INVALID_CURSOR');
-}
-
 /** The user's folders, newest first; `parentFolderId` (null: the top level) for one level. */
 export async function listFolders(
   deps: FolderDeps,
@@ -80,12 +70,13 @@ export async function listFolders(
 ): Promise<{ items: FolderView[]; nextCursor: string | null }> {
   if (q.parentFolderId) await ownFolder(deps, userId, q.parentFolderId, 'parent folder');
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const rows = await deps.db.folders.list(userId, { parentFolderId: q.parentFolderId, after, limit: q.limit + 1 });
-  const page = rows.slice(0, q.limit);
-  return {
-    items: await Promise.all(page.map((f) => view(deps, f))),
-    nextCursor: rows.length > q.limit ? encodeCursor(page[page.length - 1]!) : null,
-  };
+  const rows = await deps.db.folders.list(userId, {
+    parentFolderId: q.parentFolderId,
+    after: after && { createdAt: after.at, id: after.id },
+    limit: q.limit + 1,
+  });
+  const page = toPage(rows, q.limit, (f) => ({ at: f.createdAt, id: f._id }));
+  return { items: await Promise.all(page.items.map((f) => view(deps, f))), nextCursor: page.nextCursor };
 }
 
 /** Renames and/or moves a folder (`parentFolderId` null: to the top level). A move under

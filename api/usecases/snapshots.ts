@@ -8,7 +8,8 @@ import { parseCid, type ParsedCid } from '../../infra/cid.js';
 import { snapshotJob, PROGRESS_QUERY, type SnapshotProgress, type SnapshotResult } from '../../infra/temporal/contracts/snapshots.js';
 import { holdsChanged } from './content.js';
 import type { UseCaseDeps } from './deps.js';
-import { InvalidInput, NotFound } from './errors.js';
+import { NotFound } from './errors.js';
+import { decodeCursor, toPage } from './pages.js';
 
 type SnapshotDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
 
@@ -66,17 +67,6 @@ export async function snapshotStatus(deps: SnapshotDeps, userId: string, folderI
   return jobFor(deps, userId, folderId, tree.digest);
 }
 
-const encodeCursor = (s: SnapshotRecord) => Buffer.from(JSON.stringify([s.takenAt, s._id])).toString('base64url');
-function decodeCursor(cursor: string): { takenAt: number; id: string } {
-  try {
-    const [takenAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof takenAt === 'number' && typeof id === 'string') return { takenAt, id };
-  } catch {
-    // fall through
-  }
-  throw new InvalidInput('cursor is not one this API gave out', 'INVALID_CURSOR');
-}
-
 /** The folder's snapshots, newest first. */
 export async function listSnapshots(
   deps: SnapshotDeps,
@@ -86,9 +76,8 @@ export async function listSnapshots(
 ): Promise<{ items: SnapshotRecord[]; nextCursor: string | null }> {
   if (!(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const rows = await deps.db.snapshots.list(folderId, { after, limit: q.limit + 1 });
-  const items = rows.slice(0, q.limit);
-  return { items, nextCursor: rows.length > q.limit ? encodeCursor(items[items.length - 1]!) : null };
+  const rows = await deps.db.snapshots.list(folderId, { after: after && { takenAt: after.at, id: after.id }, limit: q.limit + 1 });
+  return toPage(rows, q.limit, (s) => ({ at: s.takenAt, id: s._id }));
 }
 
 /** Deletes a snapshot, releasing its hold: its directory leaves Cluster unless held otherwise. */

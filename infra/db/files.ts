@@ -1,7 +1,7 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
 import { userContentKey } from './by-id.js';
-import type { HolderKind } from './holds.js';
+import { existenceHolder } from './holds.js';
 
 export interface FileRecord {
   /** `<userId>:<multihash>` (by-id.ts): a user has one file record per piece of content;
@@ -57,18 +57,7 @@ const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'
 export function createFileStore(conn: Connection) {
   const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
   /** A file holds its content while it exists (infra/db/holds.ts). */
-  const holder: HolderKind = {
-    kind: 'file',
-    async holdersOf(multihash) {
-      const rows = await Files.find({ multihash }, { cid: 1 }).lean<Pick<FileRecord, '_id' | 'cid'>[]>().exec();
-      return rows.map((r) => ({ id: r._id, cid: r.cid, origins: [] }));
-    },
-    async holds(key) {
-      const file = await Files.findById(key, { cid: 1 }).lean<Pick<FileRecord, 'cid'>>().exec();
-      return file ? { cid: file.cid, origins: [] } : null;
-    },
-    heldContent: () => Files.find({}, { multihash: 1, cid: 1 }).lean<Pick<FileRecord, 'multihash' | 'cid'>[]>().exec(),
-  };
+  const holder = existenceHolder('file', Files);
   return {
     model: Files,
     holder,

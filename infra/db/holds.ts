@@ -9,6 +9,7 @@
 // that this is race-free). A counter or holder array in one document cannot work on FerretDB
 // 1.24: its updates are a read followed by a write with no lock between them, so concurrent
 // `$inc`, `$addToSet` or `$pull` lose changes (measured here: 200 concurrent `$inc` counted 13).
+import type { Model } from 'mongoose';
 import type { HolderRef } from '../temporal/contracts/holds.js';
 
 export type { HolderRef };
@@ -29,6 +30,24 @@ export interface HolderKind {
   holds(key: string): Promise<Held | null>;
   /** Every multihash records of this kind hold, with a CID to pin it by (for the sweep). */
   heldContent(): Promise<{ multihash: string; cid: string }[]>;
+}
+
+/** The kind of record that holds its content for as long as it exists (files, snapshots):
+ * its `_id` is the holder's ID, and it has the content's `cid` and `multihash`. */
+export function existenceHolder<T extends { _id: string; cid: string; multihash: string }>(kind: string, records: Model<T>): HolderKind {
+  type Row = Pick<T, '_id' | 'cid' | 'multihash'>;
+  return {
+    kind,
+    async holdersOf(multihash) {
+      const rows = await records.find({ multihash }, { cid: 1 }).lean<Row[]>().exec();
+      return rows.map((r) => ({ id: r._id, cid: r.cid, origins: [] }));
+    },
+    async holds(key) {
+      const row = await records.findById(key, { cid: 1 }).lean<Row>().exec();
+      return row ? { cid: row.cid, origins: [] } : null;
+    },
+    heldContent: () => records.find({}, { multihash: 1, cid: 1 }).lean<Row[]>().exec(),
+  };
 }
 
 export interface Holds {

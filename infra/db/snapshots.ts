@@ -1,6 +1,6 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import type { HolderKind } from './holds.js';
+import { existenceHolder } from './holds.js';
 
 /** A folder snapshot: the UnixFS directory of the folder at `takenAt`, and a hold on it. */
 export interface SnapshotRecord {
@@ -38,18 +38,7 @@ export function createSnapshotStore(conn: Connection) {
   const Snapshots: Model<SnapshotRecord> = conn.model<SnapshotRecord>('Snapshot', schema, 'snapshots');
 
   /** A snapshot holds its directory while its record exists (infra/db/holds.ts). */
-  const holder: HolderKind = {
-    kind: 'snapshot',
-    async holdersOf(multihash) {
-      const rows = await Snapshots.find({ multihash }, { cid: 1 }).lean<Pick<SnapshotRecord, '_id' | 'cid'>[]>().exec();
-      return rows.map((r) => ({ id: r._id, cid: r.cid, origins: [] }));
-    },
-    async holds(key) {
-      const snapshot = await Snapshots.findById(key, { cid: 1 }).lean<Pick<SnapshotRecord, 'cid'>>().exec();
-      return snapshot ? { cid: snapshot.cid, origins: [] } : null;
-    },
-    heldContent: () => Snapshots.find({}, { multihash: 1, cid: 1 }).lean<Pick<SnapshotRecord, 'multihash' | 'cid'>[]>().exec(),
-  };
+  const holder = existenceHolder('snapshot', Snapshots);
 
   return {
     model: Snapshots,

@@ -12,6 +12,7 @@
 // the timeout in the percentiles), and before each one the bench waits (bounded) until the
 // database server is idle, so a timed-out request still running there does not weigh on
 // the next figure. The load itself stops at --load-minutes with what it has.
+import { encodeCursor } from '../../api/usecases/pages.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -297,7 +298,7 @@ interface ListPage {
 }
 
 /** The record's position as GET /upload/list gives it out (api/usecases/files.ts). */
-const cursorOf = (r: { createdAt: number; _id: string }) => Buffer.from(JSON.stringify([r.createdAt, r._id])).toString('base64url');
+const cursorOf = (r: { createdAt: number; _id: string }) => encodeCursor({ at: r.createdAt, id: r._id });
 
 async function getJson(url: string, apiKey: string, signal: AbortSignal): Promise<unknown> {
   const res = await fetch(url, { headers: { 'X-Api-Key': apiKey }, signal });
