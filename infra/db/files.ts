@@ -99,7 +99,13 @@ export function createFileStore(conn: Connection) {
       return (await Files.deleteOne({ _id: key }).exec()).deletedCount === 1;
     },
 
-    /** Every file directly in the folder (snapshots and recursive deletes read them all). */
+    /** Every file directly in any of these folders (a snapshot's listing, in one query). */
+    inFolders: (userId: string, folderIds: string[]) =>
+      Files.find({ userId, folderId: { $in: folderIds } })
+        .lean<FileRecord[]>()
+        .exec(),
+
+    /** Every file directly in the folder (recursive deletes read them all). */
     inFolder: (userId: string, folderId: string) => Files.find({ userId, folderId }).lean<FileRecord[]>().exec(),
 
     countInFolder: (userId: string, folderId: string) => Files.countDocuments({ userId, folderId }).exec(),

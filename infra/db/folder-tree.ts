@@ -7,8 +7,8 @@
 // already taken in its directory (by a subfolder, or an earlier file in (name, CID) order)
 // gets ` (2)`, ` (3)`, … before its extension. Folder names are valid and unique already.
 import crypto from 'node:crypto';
-import type { FileStore } from './files.js';
-import type { FolderStore } from './folders.js';
+import type { FileRecord, FileStore } from './files.js';
+import type { FolderRecord, FolderStore } from './folders.js';
 
 export interface TreeListing {
   /** Subdirectories, relative to the folder, every parent before its children. */
@@ -39,21 +39,35 @@ function unique(name: string, taken: Set<string>): string {
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
 export async function listTree(db: { folders: FolderStore; files: FileStore }, userId: string, folderId: string): Promise<TreeListing> {
+  // Two queries whatever the tree's shape: the user's folders, then the files of the subtree.
+  const children = new Map<string, FolderRecord[]>();
+  for (const folder of await db.folders.allForUser(userId)) {
+    if (folder.parentFolderId === null) continue;
+    children.set(folder.parentFolderId, [...(children.get(folder.parentFolderId) ?? []), folder]);
+  }
+  const subtree: { id: string; path: string }[] = [];
+  // Breadth first, so every parent is listed before its children.
+  for (const queue = [{ id: folderId, path: '' }]; queue.length > 0;) {
+    const at = queue.shift()!;
+    subtree.push(at);
+    for (const child of (children.get(at.id) ?? []).sort((a, b) => byBytes(a.name, b.name))) {
+      queue.push({ id: child._id, path: at.path ? `${at.path}/${child.name}` : child.name });
+    }
+  }
+  const filesOf = new Map<string, FileRecord[]>();
+  for (const file of await db.files.inFolders(
+    userId,
+    subtree.map((f) => f.id),
+  )) {
+    filesOf.set(file.folderId!, [...(filesOf.get(file.folderId!) ?? []), file]);
+  }
+
   const dirs: string[] = [];
   const files: TreeListing['files'] = [];
-  // Breadth first, so every parent is listed before its children.
-  const queue: { id: string; path: string }[] = [{ id: folderId, path: '' }];
-  while (queue.length > 0) {
-    const { id, path } = queue.shift()!;
-    const [children, inHere] = await Promise.all([db.folders.children(userId, id), db.files.inFolder(userId, id)]);
-    const taken = new Set<string>();
-    for (const child of children.sort((a, b) => byBytes(a.name, b.name))) {
-      const childPath = path ? `${path}/${child.name}` : child.name;
-      taken.add(child.name);
-      dirs.push(childPath);
-      queue.push({ id: child._id, path: childPath });
-    }
-    const ordered = inHere.sort((a, b) => byBytes(a.name, b.name) || byBytes(a.cid, b.cid));
+  for (const { id, path } of subtree) {
+    if (path) dirs.push(path);
+    const taken = new Set((children.get(id) ?? []).map((c) => c.name));
+    const ordered = (filesOf.get(id) ?? []).sort((a, b) => byBytes(a.name, b.name) || byBytes(a.cid, b.cid));
     for (const file of ordered) {
       const name = unique(safeName(file.name), taken);
       taken.add(name);

@@ -71,7 +71,10 @@ export function createFolderStore(conn: Connection) {
       return Folders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FolderRecord[]>().exec();
     },
 
-    /** Every child folder (snapshots and recursive deletes walk the tree with it). */
+    /** Every folder of the user, for walking a tree in memory with one query. */
+    allForUser: (userId: string) => Folders.find({ userId }).lean<FolderRecord[]>().exec(),
+
+    /** Every child folder (recursive deletes walk the tree with it). */
     children: (userId: string, folderId: string) => Folders.find({ userId, parentFolderId: folderId }).lean<FolderRecord[]>().exec(),
 
     /** Renames or moves; null when missing, false when a sibling has the name. */

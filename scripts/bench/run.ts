@@ -14,6 +14,7 @@ import { runBench, say, type BenchContext } from './harness.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
 import { benchScale, parseScaleArgs } from './scale.js';
+import { benchSnapshot, SNAPSHOT_DIRS, SNAPSHOT_FILE_BYTES, type SnapshotResult } from './snapshot.js';
 import { benchUpload, ROUNDS, type UploadResult } from './upload.js';
 
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
@@ -51,7 +52,8 @@ function summary(
 }
 
 /** The default benchmark: upload, pins and latency, each against its raw component. */
-async function costOverComponents({ endpoints, apiUrl, api, user, loadStart, signal, track }: BenchContext): Promise<number> {
+async function costOverComponents(ctx: BenchContext): Promise<number> {
+  const { endpoints, apiUrl, api, user, loadStart, signal, track } = ctx;
   const upload = await benchUpload(
     { kuboApiUrl: endpoints.kuboApiUrl, clusterApiUrl: endpoints.clusterApiUrl, apiUrl, apiKey: user.apiKey, apiPid: api.pid, say },
     signal,
@@ -66,18 +68,37 @@ async function costOverComponents({ endpoints, apiUrl, api, user, loadStart, sig
 
   const load = await benchLatency({ apiUrl, apiKey: user.apiKey, cid: pins.cids[0]!, say }, track);
 
-  process.stdout.write(`\n${summary(upload, pins, empty.perSecond, load, loadStart).join('\n')}\n`);
+  const snapshot = await benchSnapshot(ctx, say);
+  process.stdout.write(`\n${[...summary(upload, pins, empty.perSecond, load, loadStart), snapshotLine(snapshot)].join('\n')}\n`);
   // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
   const broken = [
     ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
+    ...(snapshot.sameCid ? [] : ['the snapshot and ipfs add -r gave different CIDs for the same tree']),
     ...(load.bare.bad > 0 ? [`${load.bare.bad} bare Express answers were errors, timeouts or not 2xx: the load test itself is off`] : []),
   ];
   for (const problem of broken) say(`broken: ${problem}`);
   return broken.length > 0 ? 1 : 0;
 }
 
+/** The snapshot figure: faster than `ipfs add -r` of the same tree (goal), with the same CID. */
+function snapshotLine(r: SnapshotResult): string {
+  const ratio = r.snapshotSeconds / r.addSeconds;
+  return (
+    `bench: snapshot       ${r.files.toLocaleString('en')} files in ${SNAPSHOT_DIRS} folders (${SNAPSHOT_FILE_BYTES / 1024} KiB each): ` +
+    `${fixed(r.snapshotSeconds)} s (built, recorded, pinned) vs ipfs add -r ${fixed(r.addSeconds)} s  ratio ${fixed(ratio, 2)} ` +
+    `(goal < 1: ${verdict(ratio < 1)})  cid ${r.sameCid ? 'same as ipfs add -r' : 'DIFFERS from ipfs add -r'}`
+  );
+}
+
+async function snapshotOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchSnapshot(ctx, say);
+  process.stdout.write(`\n${snapshotLine(result)}\n`);
+  return result.sameCid ? 0 : 1;
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
+  if (args.includes('--snapshot')) return runBench(snapshotOnly);
   if (!args.includes('--scale')) return runBench(costOverComponents);
   // Flags are checked before anything starts: a typo costs no stack.
   const options = parseScaleArgs(args.filter((a) => a !== '--scale'));

@@ -397,7 +397,7 @@ function countingJobs(): Jobs & { signals: number } {
 }
 
 /** The sweep schedule of the worker, paused: the bench runs a sweep itself, when it measures. */
-async function pauseSweep(temporalAddress: string): Promise<void> {
+export async function pauseSweep(temporalAddress: string): Promise<void> {
   const connection = await Connection.connect({ address: temporalAddress });
   try {
     const client = new Client({ connection, namespace: DEFAULT_TEMPORAL_NAMESPACE });
