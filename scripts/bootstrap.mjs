@@ -10,6 +10,7 @@
 // Cluster, fails on the module proxy's version list it reads for the deprecation check.
 // Building inside the downloaded module directory uses the module's own go.mod and go.sum.
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,26 +51,40 @@ function ensureDependencies() {
   log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** `v1.2.3`, or `v1.2.3+tag` for a patched build. Same rule as infra/stack/binaries.ts. */
-const buildName = (spec) => `${spec.version}${spec.buildTag ? `+${spec.buildTag}` : ''}`;
+/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches. Same rule as infra/stack/binaries.ts. */
+function buildName(spec) {
+  if (!spec.patches?.length) return spec.version;
+  const hash = crypto.createHash('sha256');
+  for (const patch of spec.patches) hash.update(fs.readFileSync(path.join(root, patch)));
+  return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
+}
 
 export function binDir(name, spec) {
   return path.join(cacheDir, 'bin', `${name}-${buildName(spec)}`);
 }
 
-/** Our own source edits to a dependency, each found exactly once (versions.json says why). */
+/**
+ * Our own source edits to a dependency: unified diffs in the repository, each with its reasons
+ * in its preamble, applied in order. git apply runs outside any repository (the ceiling stops
+ * it from finding one above the build directory), where it behaves like patch(1), which a
+ * clean machine may lack; a patch that does not apply exactly fails the build.
+ */
+function makeWritable(dir) {
+  fs.chmodSync(dir, 0o755);
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    if (entry.isDirectory()) makeWritable(p);
+    else if (entry.isFile()) fs.chmodSync(p, 0o644);
+  }
+}
+
 function applyPatches(name, srcDir, patches) {
   for (const patch of patches) {
-    const file = path.join(srcDir, patch.file);
-    const text = fs.readFileSync(file, 'utf8');
-    const count = text.split(patch.find).length - 1;
-    if (count !== 1) throw new Error(`${name}: patch of ${patch.file} expects its text once, found it ${count} times`);
-    fs.chmodSync(file, 0o644);
-    fs.writeFileSync(
-      file,
-      text.replace(patch.find, () => patch.replace),
-    );
-    log(`  patched ${patch.file}`);
+    run('git', ['apply', '--whitespace=nowarn', path.join(root, patch)], {
+      cwd: srcDir,
+      env: { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(srcDir) },
+    });
+    log(`  applied ${patch}`);
   }
 }
 
@@ -89,10 +104,10 @@ function buildComponent(name, spec) {
       // The module cache copy is read-only: version files and patches go into a writable copy.
       srcDir = path.join(work, 'src');
       fs.cpSync(info.Dir, srcDir, { recursive: true });
+      makeWritable(srcDir);
     }
     if (spec.versionFile) {
       // FerretDB embeds build/version/version.txt and panics at start without it.
-      fs.chmodSync(path.dirname(path.join(srcDir, spec.versionFile)), 0o755);
       fs.writeFileSync(path.join(srcDir, spec.versionFile), `${spec.version}\n`);
     }
     if (spec.patches) applyPatches(name, srcDir, spec.patches);

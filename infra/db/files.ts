@@ -2,6 +2,7 @@ import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
 import { userContentKey } from './by-id.js';
 import { existenceHolder } from './holds.js';
+import { after } from './pages.js';
 
 export interface FileRecord {
   /** `<userId>:<multihash>` (by-id.ts): a user has one file record per piece of content;
@@ -121,9 +122,7 @@ export function createFileStore(conn: Connection) {
       const and: QueryFilter<FileRecord>[] = [];
       if (q.from !== undefined) and.push({ createdAt: { $gte: q.from } });
       if (q.to !== undefined) and.push({ createdAt: { $lt: q.to } });
-      if (q.after) {
-        and.push({ $or: [{ createdAt: { $lt: q.after.createdAt } }, { createdAt: q.after.createdAt, _id: { $lt: q.after.id } }] });
-      }
+      if (q.after) and.push(after('createdAt', { at: q.after.createdAt, id: q.after.id }));
       if (and.length) filter.$and = and;
       return Files.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FileRecord[]>().exec();
     },

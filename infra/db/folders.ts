@@ -1,6 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { isDuplicateKey } from './errors.js';
+import { after } from './pages.js';
 
 /** A folder of a user's files. Its path is derived from its parents, so moving or renaming a
  * folder never rewrites what it holds. */
@@ -30,6 +31,9 @@ const schema = new Schema<FolderRecord>(
 // unique index is the one constraint FerretDB 1.24 enforces under concurrency).
 schema.index({ userId: 1, parentFolderId: 1, name: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
+// A folder's page of subfolders; the unique index above cannot serve it: a unique index keeps
+// FerretDB's JSON-text expressions, which its pushdown does not use (0002-pushdown.patch).
+schema.index({ userId: 1, parentFolderId: 1, createdAt: -1, _id: -1 });
 
 export interface FolderQuery {
   /** undefined: every folder of the user; null: the top level; else that folder's children. */
@@ -65,9 +69,7 @@ export function createFolderStore(conn: Connection) {
     list(userId: string, q: FolderQuery): Promise<FolderRecord[]> {
       const filter: Record<string, unknown> = { userId };
       if (q.parentFolderId !== undefined) filter.parentFolderId = q.parentFolderId;
-      if (q.after) {
-        filter.$or = [{ createdAt: { $lt: q.after.createdAt } }, { createdAt: q.after.createdAt, _id: { $lt: q.after.id } }];
-      }
+      if (q.after) Object.assign(filter, after('createdAt', { at: q.after.createdAt, id: q.after.id }));
       return Folders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FolderRecord[]>().exec();
     },
 

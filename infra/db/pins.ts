@@ -4,6 +4,7 @@ import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { HolderKind } from './holds.js';
 import type { PinInput } from '../temporal/contracts/pins.js';
+import { after } from './pages.js';
 
 export type PinStatus = 'queued' | 'pinning' | 'pinned' | 'failed';
 
@@ -51,6 +52,9 @@ const schema = new Schema<PinRecord>(
   { versionKey: false, minimize: false },
 );
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
+schema.index({ userId: 1, status: 1, createdAt: -1, _id: -1 });
+// The sweep's requests left `queued` (stalled()).
+schema.index({ status: 1, updatedAt: 1 });
 schema.index({ multihash: 1 });
 
 /** The pin workflow's input for a request: what `jobs.start(pinJob, …)` is given. */
@@ -135,6 +139,15 @@ export function createPinStore(conn: Connection) {
         .limit(limit)
         .lean<PinRecord[]>()
         .exec(),
+
+    /** Newest first, of one status if given; `after` continues from the previous page's last
+     * item. The pinning service API's lists (issue #12) and the scale benchmark read it. */
+    list(userId: string, q: { status?: PinStatus; after?: { createdAt: number; id: string }; limit: number }): Promise<PinRecord[]> {
+      const filter: Record<string, unknown> = { userId };
+      if (q.status) filter.status = q.status;
+      if (q.after) Object.assign(filter, after('createdAt', { at: q.after.createdAt, id: q.after.id }));
+      return Pins.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<PinRecord[]>().exec();
+    },
 
     /** The user's request for the content. Concurrent lookups share reads (by-id.ts). */
     findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),

@@ -1,6 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { existenceHolder } from './holds.js';
+import { after } from './pages.js';
 
 /** A folder snapshot: the UnixFS directory of the folder at `takenAt`, and a hold on it. */
 export interface SnapshotRecord {
@@ -58,7 +59,7 @@ export function createSnapshotStore(conn: Connection) {
     /** Newest first; `after` continues from the previous page's last item. */
     list(folderId: string, q: { after?: { takenAt: number; id: string }; limit: number }): Promise<SnapshotRecord[]> {
       const filter: Record<string, unknown> = { folderId };
-      if (q.after) filter.$or = [{ takenAt: { $lt: q.after.takenAt } }, { takenAt: q.after.takenAt, _id: { $lt: q.after.id } }];
+      if (q.after) Object.assign(filter, after('takenAt', { at: q.after.takenAt, id: q.after.id }));
       return Snapshots.find(filter).sort({ takenAt: -1, _id: -1 }).limit(q.limit).lean<SnapshotRecord[]>().exec();
     },
 

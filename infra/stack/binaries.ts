@@ -1,12 +1,13 @@
 // Where scripts/bootstrap.mjs put the stack's commands: the same rule as its binDir(),
-// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>[+<buildTag>]/<command>.
+// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>[+p<hash of its patches>]/<command>.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths.js';
 
 interface Manifest {
-  components: Record<string, { module: string; version: string; buildTag?: string; commands: Record<string, string> }>;
+  components: Record<string, { module: string; version: string; patches?: string[]; commands: Record<string, string> }>;
 }
 
 function readManifest(): Manifest {
@@ -17,11 +18,19 @@ export function cacheDir(): string {
   return process.env.STUPA_CACHE_DIR || path.join(os.homedir(), '.cache', 'stupa');
 }
 
+/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches: a change of a patch is a new build. */
+function buildName(spec: Manifest['components'][string]): string {
+  if (!spec.patches?.length) return spec.version;
+  const hash = crypto.createHash('sha256');
+  for (const patch of spec.patches) hash.update(fs.readFileSync(path.join(projectRoot, patch)));
+  return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
+}
+
 /** Absolute path of a built command; throws telling how to build it when it is missing. */
 export function binaryPath(component: string, command: string): string {
   const spec = readManifest().components[component];
   if (!spec?.commands[command]) throw new Error(`infra/stack/versions.json has no command "${command}" for component "${component}"`);
-  const file = path.join(cacheDir(), 'bin', `${component}-${spec.version}${spec.buildTag ? `+${spec.buildTag}` : ''}`, command);
+  const file = path.join(cacheDir(), 'bin', `${component}-${buildName(spec)}`, command);
   if (!fs.existsSync(file)) {
     throw new Error(
       `${command} ${spec.version} is not built (${file} is missing): run \`node scripts/bootstrap.mjs\` ` +

@@ -543,21 +543,9 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
     bounds(20),
   );
 
-  // Pins: no list endpoint yet. The query a list of the user's pins, newest first, filtered by
-  // status, would make through the store's model, as files.list makes its own.
+  // Pins: no list endpoint yet (the pinning service API, issue #12, will read this store query).
   const pinList = (after?: { createdAt: number; _id: string }) =>
-    db.pins.model
-      .find({
-        userId: user.userId,
-        status: 'pinned',
-        ...(after
-          ? { $and: [{ $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after._id } }] }] }
-          : {}),
-      })
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean<PinRecord[]>()
-      .exec();
+    db.pins.list(user.userId, { status: 'pinned', after: after && { createdAt: after.createdAt, id: after._id }, limit: limit + 1 });
   await idle();
   const pinFirst = await measure(
     'store query: pins status=pinned first page',
