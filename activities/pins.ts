@@ -3,9 +3,10 @@
 import { Context } from '@temporalio/activity';
 import { multiaddr } from '@multiformats/multiaddr';
 import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
+import { userOfContentKey } from '../infra/db/by-id.js';
 import { pinJobInput } from '../infra/db/pins.js';
-import { contentSize as kuboContentSize } from '../infra/kubo.js';
 import { requestSync } from '../infra/temporal/contracts/holds.js';
+import { contentSize as kuboContentSize } from '../infra/kubo.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from './holds.js';
 import type { ActivityDeps } from './index.js';
@@ -141,8 +142,13 @@ export function createPinActivities(deps: ActivityDeps) {
       }
     },
 
+    /** Marks the request `pinned` and counts its size against the user's storage, once: only
+     * the call that made the transition counts it (a delete gives back what it removed). */
     async completePin(input: PinRef & { size: number | null }): Promise<void> {
-      await db.pins.markPinned(input.key, input.requestId, input.size);
+      const userId = userOfContentKey(input.key);
+      await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
+      const pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
+      if (pinned) await db.usage.add(userId, { pinned: pinned.size ?? 0 });
     },
 
     /**

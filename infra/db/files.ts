@@ -76,6 +76,7 @@ export function createFileStore(conn: Connection) {
       return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
+    /** The user's bytes summed from every record: only for the one-time count of usage.ts. */
     async totalSize(userId: string): Promise<number> {
       const [row] = await Files.aggregate<{ total: number }>([
         { $match: { userId } },
@@ -95,9 +96,9 @@ export function createFileStore(conn: Connection) {
         .lean<FileRecord>()
         .exec(),
 
-    async delete(key: string): Promise<boolean> {
-      return (await Files.deleteOne({ _id: key }).exec()).deletedCount === 1;
-    },
+    /** Deletes the record; returns what was deleted (null: nothing was), so that whoever
+     * deleted it, and only they, give back its size (usage.ts). */
+    delete: (key: string) => Files.findOneAndDelete({ _id: key }).lean<FileRecord>().exec(),
 
     /** Every file directly in any of these folders (a snapshot's listing, in one query). */
     inFolders: (userId: string, folderIds: string[]) =>
