@@ -5,7 +5,8 @@ import { CidError, parseCid, type ParsedCid } from '../../infra/cid.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../../infra/constants.js';
 import type { Database } from '../../infra/db/index.js';
 import type { Plan } from '../../infra/plans.js';
-import { requestSync, type HolderRef } from '../../infra/temporal/contracts/holds.js';
+import { announceHoldChange } from '../../infra/hold-sync.js';
+import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
 import { InvalidInput, LimitReached } from './errors.js';
 
@@ -52,8 +53,10 @@ export async function reserveStorage(db: Database, userId: string, plan: Plan, b
   if (!(await db.usage.reserve(userId, bytes, plan.storageMB * MB))) throw storageFull(plan);
 }
 
-/** After a record that holds content changed: its sync workflow makes Cluster match.
- * `added`: the change was only this record's insert or update. */
+/**
+ * After a record that holds content changed: logged, then its sync workflow makes Cluster match
+ * (infra/hold-sync.ts). `added`: the change was only this record's insert or update.
+ */
 export async function holdsChanged(deps: { db: Database; jobs: Jobs }, cid: ParsedCid, added?: HolderRef): Promise<void> {
-  await requestSync(deps.jobs, cid.multihash, cid.v1, added);
+  await announceHoldChange(deps, cid.multihash, cid.v1, added);
 }

@@ -6,6 +6,7 @@ import { createApiKeyStore } from './api-keys.js';
 import { createCorsStore } from './cors.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
+import { createHoldChangeStore } from './hold-changes.js';
 import { createHolds } from './holds.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
@@ -38,6 +39,7 @@ export async function openDatabase(uri: string) {
     const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
     return { files: f, pinned: p };
   });
+  const holdChanges = createHoldChangeStore(connection);
   const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
@@ -46,6 +48,7 @@ export async function openDatabase(uri: string) {
     apiKeys,
     rateLimits,
     holds,
+    holdChanges,
     pins,
     files,
     folders,
