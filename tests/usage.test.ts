@@ -96,7 +96,7 @@ test('a pin counts its size once pinned, and no longer once deleted', async () =
     'pinned',
   );
   expect(await counterAndSum(user.userId)).toEqual({ counter: 50_000, files: 0, pinned: 50_000, sum: 50_000 });
-  // A quota check reads the counter: a multipart upload of more than is left is refused.
+  // What quota checks read.
   expect(await api.deps.db.usage.used(user.userId)).toBe(50_000);
 
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: user.apiKey })).status).toBe(200);

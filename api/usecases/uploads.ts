@@ -164,8 +164,9 @@ async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; s
       updatedAt: now,
     });
   } catch (err) {
-    // Nothing was recorded: the reservation goes back.
-    await deps.db.usage.add(user._id, { files: -reserved });
+    // Nothing was recorded: the reservation goes back. The write's own failure is what the
+    // caller hears; a give-back that fails too leaves the counter high (usage recount).
+    await deps.db.usage.add(user._id, { files: -reserved }).catch(() => undefined);
     throw err;
   }
   // A concurrent upload or delete of the same content may have changed the record since it

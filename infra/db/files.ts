@@ -1,6 +1,7 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
 import { userContentKey } from './by-id.js';
+import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 
 export interface FileRecord {
@@ -66,13 +67,20 @@ export function createFileStore(conn: Connection) {
      * record before the update (null when inserted). */
     async upsert(file: FileRecord): Promise<{ file: FileRecord; previous: FileRecord | null }> {
       const { _id, createdAt, ...changes } = file;
-      const previous = await Files.findOneAndUpdate(
-        { _id },
-        { $set: changes, $setOnInsert: { createdAt } },
-        { upsert: true, returnDocument: 'before' },
-      )
-        .lean<FileRecord>()
-        .exec();
+      const write = () =>
+        Files.findOneAndUpdate({ _id }, { $set: changes, $setOnInsert: { createdAt } }, { upsert: true, returnDocument: 'before' })
+          .lean<FileRecord>()
+          .exec();
+      let previous: FileRecord | null;
+      try {
+        previous = await write();
+      } catch (err) {
+        // Two uploads of the same content both inserted: the other's record exists now, so
+        // this one is an update of it. (MongoDB retries such an upsert itself; FerretDB 1.24
+        // reports the unique `_id`.)
+        if (!isDuplicateKey(err)) throw err;
+        previous = await write();
+      }
       return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
