@@ -12,10 +12,13 @@
 //   still holds the content; if not, it asks for a full round. A record removed after that
 //   check sends its own full-round signal, which runs after the pin. Either way an unpin
 //   follows a pin made for a record that is gone.
-// Every removal of a hold (delete, `failed`) signals a full round; the sweep repairs signals
-// lost while Temporal was down. None of this names a kind of holder: a new kind registers
-// itself in infra/db/index.ts and announces its changes with `requestSync`.
+// Every removal of a hold (delete, `failed`) signals a full round; every change is logged
+// before its signal (infra/hold-sync.ts), and the sweep checks the logged content, repairing
+// signals lost while Temporal was down. None of this names a kind of holder: a new kind registers
+// itself in infra/db/index.ts and announces its changes with `announceHoldChange`.
+import pLimit from 'p-limit';
 import { tryParseCid } from '../infra/cid.js';
+import { HOLD_CHANGE_PAGE, HOLD_CHANGE_RETAIN_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from './index.js';
 
@@ -35,6 +38,21 @@ export function createClusterPinner({ cluster, config }: Pick<ActivityDeps, 'clu
 export function createHoldActivities(deps: ActivityDeps) {
   const { db, cluster, jobs } = deps;
   const pin = createClusterPinner(deps);
+  const limit = pLimit(16);
+
+  /** Asks for a sync when Cluster's pin (this service's) and the holds disagree. A sync
+   * already under way may make them disagree for a moment; the extra round is harmless. */
+  async function resyncIfDifferent(multihash: string, cid: string): Promise<boolean> {
+    const [holds, allocation] = await Promise.all([
+      db.holds.of(multihash),
+      cluster.allocation(cid, { signal: AbortSignal.timeout(10_000) }),
+    ]);
+    const pinned = allocation?.metadata?.service === PIN_METADATA.service;
+    if (pinned === holds.holders.length > 0) return false;
+    await requestSync(jobs, multihash, holds.cid ?? cid);
+    return true;
+  }
+
   return {
     /** Full round of the sync workflow: pin when anyone holds the content, unpin when nobody does. */
     async syncCid(input: { multihash: string; cid: string }): Promise<'pinned' | 'unpinned'> {
@@ -63,11 +81,48 @@ export function createHoldActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Anti-entropy: compares Cluster's pins (this service's) with the holds and asks the sync
-     * workflow of every piece of content where they differ to run. It repairs what a lost
-     * signal (Temporal down right after a hold changed) would leave behind.
+     * The sweep's round, incremental: checks only the content whose holds changed since the
+     * last round, as the change log has it (infra/db/hold-changes.ts; every change is logged
+     * before its signal, infra/hold-sync.ts), and asks the sync workflow of each one whose
+     * Cluster pin does not match its holds to run. It repairs what a lost signal (Temporal
+     * down right after a hold changed) would leave behind, in work proportional to the
+     * changes, not to all content. `resyncEverything` is the full comparison.
+     *
+     * Each changed CID costs a read of its holds and one Cluster lookup of that CID, and only
+     * a difference costs a signal. Signalling every changed CID instead would be simpler but
+     * dearer: each signal starts a workflow (history written to Temporal's store) that does
+     * the same read plus a Cluster pin or unpin, while nearly every change was already synced
+     * by its own signal.
      */
-    async resyncDifferences(): Promise<number> {
+    async resyncDifferences(): Promise<{ checked: number; resynced: number }> {
+      const from = await db.holdChanges.watermark();
+      const upTo = Date.now() - HOLD_CHANGE_SETTLE_MS;
+      if (upTo <= from) return { checked: 0, resynced: 0 };
+      const seen = new Set<string>();
+      let resynced = 0;
+      for (let page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE); page.length > 0;) {
+        const fresh = page.filter((c) => !seen.has(c.multihash) && seen.add(c.multihash));
+        const differed = await Promise.all(fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid))));
+        resynced += differed.filter(Boolean).length;
+        const last = page[page.length - 1]!;
+        if (page.length < HOLD_CHANGE_PAGE) break;
+        // Progress kept page by page (a long backlog survives a timeout); changes stamped in
+        // the same millisecond as the page's last one may be checked again, which is harmless.
+        await db.holdChanges.advance(last.at - 1);
+        page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE, last._id);
+      }
+      await db.holdChanges.advance(upTo);
+      await db.holdChanges.deleteBefore(upTo - HOLD_CHANGE_RETAIN_MS);
+      return { checked: seen.size, resynced };
+    },
+
+    /**
+     * The full comparison, an operator's tool (`npm run admin -- sweep --full`): every held
+     * multihash against every pin of Cluster's (this service's), and a sync for each
+     * difference. It reads all holds and all of Cluster's pins, so it is not scheduled; it
+     * repairs what the change log cannot show (content changed before the log existed).
+     */
+    async resyncEverything(): Promise<{ checked: number; resynced: number }> {
       const [held, pinned] = await Promise.all([db.holds.heldContent(), cluster.allocations()]);
       const ours = new Map<string, string>();
       for (const pin of pinned) {
@@ -79,7 +134,7 @@ export function createHoldActivities(deps: ActivityDeps) {
         ...[...ours].filter(([multihash]) => !held.has(multihash)),
       ];
       for (const [multihash, cid] of differing) await requestSync(jobs, multihash, cid);
-      return differing.length;
+      return { checked: new Set([...held.keys(), ...ours.keys()]).size, resynced: differing.length };
     },
   };
 }

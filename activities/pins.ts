@@ -3,9 +3,10 @@
 import { Context } from '@temporalio/activity';
 import { multiaddr } from '@multiformats/multiaddr';
 import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
+import { userOfContentKey } from '../infra/db/by-id.js';
 import { pinJobInput } from '../infra/db/pins.js';
+import { announceHoldChange } from '../infra/hold-sync.js';
 import { contentSize as kuboContentSize } from '../infra/kubo.js';
-import { requestSync } from '../infra/temporal/contracts/holds.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from './holds.js';
 import type { ActivityDeps } from './index.js';
@@ -53,7 +54,7 @@ export function createPinActivities(deps: ActivityDeps) {
     await clusterPin(input.cid, input.origins);
     const pin = await db.pins.get(input.key);
     if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
-    await requestSync(jobs, input.multihash, input.cid);
+    await announceHoldChange(deps, input.multihash, input.cid);
     return 'gone';
   }
 
@@ -141,8 +142,13 @@ export function createPinActivities(deps: ActivityDeps) {
       }
     },
 
+    /** Marks the request `pinned` and counts its size against the user's storage, once: only
+     * the call that made the transition counts it (a delete gives back what it removed). */
     async completePin(input: PinRef & { size: number | null }): Promise<void> {
-      await db.pins.markPinned(input.key, input.requestId, input.size);
+      const userId = userOfContentKey(input.key);
+      await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
+      const pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
+      if (pinned) await db.usage.add(userId, { pinned: pinned.size ?? 0 });
     },
 
     /**
@@ -158,7 +164,7 @@ export function createPinActivities(deps: ActivityDeps) {
     /** Ends the request `failed`, which no longer holds the content, so Cluster stops trying to fetch. */
     async failPin(input: PinRef & { multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
       await db.pins.markFailed(input.key, input.requestId, input.error);
-      await requestSync(jobs, input.multihash, input.cid);
+      await announceHoldChange(deps, input.multihash, input.cid);
     },
   };
 }

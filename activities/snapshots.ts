@@ -11,7 +11,7 @@ import { listTree } from '../infra/db/folder-tree.js';
 import { snapshotKey } from '../infra/db/snapshots.js';
 import { parseCid } from '../infra/cid.js';
 import { PIN_POLL_MS } from '../infra/constants.js';
-import { requestSync } from '../infra/temporal/contracts/holds.js';
+import { announceHoldChange } from '../infra/hold-sync.js';
 import { LINKED_SIGNAL, snapshotJob, type SnapshotInput, type SnapshotProgress } from '../infra/temporal/contracts/snapshots.js';
 import type { ActivityDeps } from './index.js';
 
@@ -102,7 +102,7 @@ export function createSnapshotActivities(deps: ActivityDeps) {
         fileCount: input.fileCount,
         totalSize: input.totalSize,
       });
-      await requestSync(jobs, cid.multihash, cid.v1, { kind: 'snapshot', key: record._id });
+      await announceHoldChange(deps, cid.multihash, cid.v1, { kind: 'snapshot', key: record._id });
       return record.takenAt;
     },
 

@@ -64,6 +64,8 @@ export interface ClusterClient {
   recover(cid: string): Promise<void>;
   /** Every pin in the shared state (Cluster streams the list as NDJSON). */
   allocations(): Promise<Allocation[]>;
+  /** The pin of this CID in the shared state; null when Cluster does not pin it. */
+  allocation(cid: string, options?: { signal?: AbortSignal }): Promise<Allocation | null>;
 }
 
 /** Cluster v1 answers lists as a stream of JSON documents, one a line. */
@@ -129,6 +131,16 @@ export function createClusterClient(apiUrl: string): ClusterClient {
 
     async allocations() {
       return readNdjson<Allocation>(await request('GET', '/allocations?filter=pin'));
+    },
+
+    async allocation(cid, options = {}) {
+      try {
+        return (await (await request('GET', `/allocations/${cid}`, options.signal)).json()) as Allocation;
+      } catch (err) {
+        // "pin is not part of the pinset"
+        if (err instanceof ClusterError && err.status === 404) return null;
+        throw err;
+      }
     },
   };
 }

@@ -63,3 +63,15 @@ export const UNIXFS_ADD_OPTIONS = {
   'max-file-links': 1024,
   trickle: false,
 } as const;
+
+/**
+ * The sweep (activities/holds.ts) checks changes of holds stamped at least this long ago, so a
+ * change whose log entry was stamped but not yet written (an insert in flight, a writer's
+ * clock slightly behind the worker's) is not passed by the watermark before it is visible.
+ */
+export const HOLD_CHANGE_SETTLE_MS = 5_000;
+/** Checked changes stay in the log this long behind the watermark before they are deleted, so
+ * a round that started from an older watermark (a retry, a slower round) still finds them. */
+export const HOLD_CHANGE_RETAIN_MS = 10 * 60_000;
+/** Log entries read per query by a sweep round. */
+export const HOLD_CHANGE_PAGE = 1_000;

@@ -75,7 +75,7 @@ test('a pin of content that only another node has is fetched through its origin'
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
   expect((await collect(kubo().cat(cid))).equals(await collect(bytes(300_000, 'only-on-node-2')))).toBe(true);
   expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${requestId}`]);
-  expect(await api.deps.db.usage(alice.userId)).toBe(300_000);
+  expect(await api.deps.db.usage.used(alice.userId)).toBe(300_000);
 
   // Asking again gives the same request, not a second job.
   const again = await call(api, 'POST', '/pins', { key: alice.apiKey, body: { cid } });

@@ -200,7 +200,7 @@ describe('multipart uploads', () => {
     expect(second.body.name).toBe('two.bin');
     expect(second.body.createdAt).toBe(first.body.createdAt);
     expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(1);
-    expect(await api.deps.db.usage(u.userId)).toBe(1000);
+    expect(await api.deps.db.usage.used(u.userId)).toBe(1000);
   });
 
   test('the storage quota is enforced with 402 STORAGE_LIMIT, and nothing is recorded', async () => {
@@ -212,7 +212,7 @@ describe('multipart uploads', () => {
     expect(res.status).toBe(402);
     expect(res.body.error.reason).toBe('STORAGE_LIMIT');
     expect(await api.deps.db.files.model.countDocuments({ userId: small.userId })).toBe(1);
-    expect(await api.deps.db.usage(small.userId)).toBe(MiB);
+    expect(await api.deps.db.usage.used(small.userId)).toBe(MiB);
     // JSON uploads too.
     const json = await call(api, 'POST', '/upload/new', { key: small.apiKey, body: { content: 'y'.repeat(MiB + 10) } });
     expect(json.status).toBe(402);

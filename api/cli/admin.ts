@@ -4,6 +4,8 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
+import { createTemporal } from '../../infra/temporal/client.js';
+import { sweepJob, type SweepWorkflow } from '../../infra/temporal/contracts/sweep.js';
 import { ConfigError } from '../../infra/errors.js';
 import { createApiKey, listApiKeys } from '../usecases/apikeys.js';
 import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../usecases/errors.js';
@@ -15,7 +17,11 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   users set-plan --user ID --plan P            change a user's plan
   keys create --user ID [--name N] [--expires-in SECONDS]
   keys list --user ID                          list a user's keys (never the full keys)
-  plans                                        list the configured plans`;
+  plans                                        list the configured plans
+  usage recount --user ID                      recompute a user's storage counter from the records
+                                               (a repair, for an idle account)
+  sweep --full                                 compare every hold with every Cluster pin and
+                                               resync each difference (a running worker does it)`;
 
 class UsageError extends Error {}
 
@@ -50,6 +56,7 @@ const publicUser = (u: { _id: string; email: string; name: string; plan: string;
 });
 
 async function run(command: string, opts: Options): Promise<unknown> {
+  if (command === 'sweep') return fullSweep(opts);
   const config = loadConfig(process.env, ['mongodb']);
   if (command === 'plans') return [...config.plans.byName.values()];
   const db = await openDatabase(config.mongodbUri);
@@ -79,11 +86,41 @@ async function run(command: string, opts: Options): Promise<unknown> {
       }
       case 'keys list':
         return await listApiKeys(deps, (await getUser(deps, required(opts, 'user')))._id);
+      case 'usage recount': {
+        const user = await getUser(deps, required(opts, 'user'));
+        const { files, pinned, used } = await db.usage.recount(user._id);
+        return { userId: user._id, files, pinned, used };
+      }
       default:
         throw new UsageError(`unknown command: ${command || '(none)'}`);
     }
   } finally {
     await db.close();
+  }
+}
+
+/**
+ * The full reconciliation, as a sweep workflow with `full` (contracts/sweep.ts): it runs in a
+ * worker, which has Cluster and Temporal at hand, and this waits for its result. The scheduled
+ * sweep only checks what changed; this is for when that is not enough (content changed before
+ * the change log existed, a suspicion after an incident).
+ */
+async function fullSweep(opts: Options): Promise<unknown> {
+  if (opts.full !== true) throw new UsageError('sweep needs --full: the scheduled sweep already runs the incremental rounds');
+  const config = loadConfig(process.env, ['temporal']);
+  const temporal = createTemporal(config.temporal);
+  try {
+    const queue = config.temporal.taskQueue;
+    const started = Date.now();
+    const result = await temporal.client.workflow.execute<SweepWorkflow>(sweepJob.workflowType, {
+      workflowId: sweepJob.fullWorkflowId(queue),
+      taskQueue: sweepJob.taskQueue(queue),
+      args: [{ full: true }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    return { ...result, seconds: (Date.now() - started) / 1000 };
+  } finally {
+    await temporal.close();
   }
 }
 
@@ -107,6 +144,7 @@ async function main(): Promise<number> {
       plan: { type: 'string' },
       user: { type: 'string' },
       'expires-in': { type: 'string' },
+      full: { type: 'boolean' },
     },
   });
   if (values.help) {

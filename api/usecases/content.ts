@@ -5,7 +5,8 @@ import { CidError, parseCid, type ParsedCid } from '../../infra/cid.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../../infra/constants.js';
 import type { Database } from '../../infra/db/index.js';
 import type { Plan } from '../../infra/plans.js';
-import { requestSync, type HolderRef } from '../../infra/temporal/contracts/holds.js';
+import { announceHoldChange } from '../../infra/hold-sync.js';
+import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
 import { InvalidInput, LimitReached } from './errors.js';
 
@@ -26,13 +27,10 @@ export const metadataSchema = z
 
 export const MB = 1024 * 1024;
 
-/** Early quota checks (before any work) may use a storage figure this old; the decision that
- * records an upload reads it fresh, under the user's storage lock. */
-export const QUICK_USAGE_MS = 2_000;
-
 /**
- * The one storage-quota check: STORAGE_LIMIT unless `adding` more bytes fit beside `usedBytes`.
- * Checks before any work ask for a single byte (is anything left at all?).
+ * The quota rule: STORAGE_LIMIT unless `adding` more bytes fit beside `usedBytes`. Checks
+ * before any work ask for a single byte (is anything left at all?); the decision that records
+ * an upload is `reserveStorage`, the same rule as one conditional update.
  */
 export function assertStorageFits(plan: Plan, usedBytes: number, adding: number): void {
   if (usedBytes + adding > plan.storageMB * MB) throw storageFull(plan);
@@ -41,13 +39,24 @@ export function assertStorageFits(plan: Plan, usedBytes: number, adding: number)
 export const storageFull = (plan: Plan) =>
   new LimitReached('STORAGE_LIMIT', `your plan's storage quota of ${plan.storageMB} MB does not have room for this`);
 
-/** Bytes the user may still store, from a figure at most QUICK_USAGE_MS old. */
+/** Bytes the user may still store, from the user's counter (one read by `_id`). */
 export async function quickStorageLeft(db: Database, userId: string, plan: Plan): Promise<number> {
-  return plan.storageMB * MB - (await db.usage(userId, { maxAgeMs: QUICK_USAGE_MS }));
+  return plan.storageMB * MB - (await db.usage.used(userId));
 }
 
-/** After a record that holds content changed: its sync workflow makes Cluster match.
- * `added`: the change was only this record's insert or update. */
-export async function holdsChanged(jobs: Jobs, cid: ParsedCid, added?: HolderRef): Promise<void> {
-  await requestSync(jobs, cid.multihash, cid.v1, added);
+/**
+ * Counts `bytes` more (negative: fewer) against the user's storage if they fit, or throws
+ * STORAGE_LIMIT. One atomic update, so concurrent uploads of an account never together pass the
+ * quota and never wait for each other. Whoever reserves gives the bytes back if their write fails.
+ */
+export async function reserveStorage(db: Database, userId: string, plan: Plan, bytes: number): Promise<void> {
+  if (!(await db.usage.reserve(userId, bytes, plan.storageMB * MB))) throw storageFull(plan);
+}
+
+/**
+ * After a record that holds content changed: logged, then its sync workflow makes Cluster match
+ * (infra/hold-sync.ts). `added`: the change was only this record's insert or update.
+ */
+export async function holdsChanged(deps: { db: Database; jobs: Jobs }, cid: ParsedCid, added?: HolderRef): Promise<void> {
+  await announceHoldChange(deps, cid.multihash, cid.v1, added);
 }

@@ -133,10 +133,14 @@ export async function deleteFolder(deps: FolderDeps, userId: string, folderId: s
     order.unshift(folder);
     stack.push(...(await deps.db.folders.children(userId, folder._id)));
   }
+  await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   for (const folder of order) {
     for (const file of await deps.db.files.inFolder(userId, folder._id)) {
-      await deps.db.files.delete(file._id);
-      await holdsChanged(deps.jobs, parseCid(file.cid));
+      // What the delete removed leaves the storage count: a file deleted concurrently (DELETE
+      // /pin) is given back once, by whichever delete removed it.
+      const removed = await deps.db.files.delete(file._id);
+      if (removed) await deps.db.usage.add(userId, { files: -removed.size });
+      await holdsChanged(deps, parseCid(file.cid));
     }
     for (
       let page = await deps.db.snapshots.list(folder._id, { limit: 500 });
@@ -145,7 +149,7 @@ export async function deleteFolder(deps: FolderDeps, userId: string, folderId: s
     ) {
       for (const snapshot of page) {
         await deps.db.snapshots.delete(snapshot._id);
-        await holdsChanged(deps.jobs, parseCid(snapshot.cid));
+        await holdsChanged(deps, parseCid(snapshot.cid));
       }
     }
     await deps.db.cors.delete(folder._id);

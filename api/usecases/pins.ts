@@ -5,7 +5,7 @@ import { userContentKey } from '../../infra/db/by-id.js';
 import { pinJobInput, type PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
-import { assertStorageFits, holdsChanged, QUICK_USAGE_MS } from './content.js';
+import { assertStorageFits, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { NotFound } from './errors.js';
 
@@ -47,7 +47,7 @@ export async function requestPin(deps: PinDeps, caller: Caller, input: PinReques
   if (created) {
     // Checked after the insert so that asking again for an existing request is never refused.
     try {
-      assertStorageFits(plan, await deps.db.usage(user._id, { maxAgeMs: QUICK_USAGE_MS }), 1);
+      assertStorageFits(plan, await deps.db.usage.used(user._id), 1);
     } catch (err) {
       await deps.db.pins.delete(pin._id);
       throw err;
@@ -74,7 +74,9 @@ export async function getPin(deps: PinDeps, userId: string, cid: ParsedCid): Pro
 
 /**
  * Removes the caller's pin and file records for the content, which were its holds; the sync
- * workflow unpins it from Cluster if nobody else holds it.
+ * workflow unpins it from Cluster if nobody else holds it. The records' sizes leave the
+ * user's storage count by what each delete actually removed, so a concurrent delete of the
+ * same records gives nothing back twice.
  */
 export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): Promise<{ cid: string }> {
   const [pin, file] = await Promise.all([
@@ -82,13 +84,18 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
     deps.db.files.findForUser(userId, cid.multihash),
   ]);
   if (!pin && !file) throw new NotFound('pin');
+  await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   if (pin) {
     // Cancelled before the record goes: while the record exists, no new request (and so no
     // new workflow under the same ID) can be made for this user and content.
     await deps.jobs.cancel(pinJob, { cid: pin.cid, userId });
-    await deps.db.pins.delete(pin._id);
+    const removed = await deps.db.pins.delete(pin._id);
+    if (removed?.status === 'pinned') await deps.db.usage.add(userId, { pinned: -(removed.size ?? 0) });
   }
-  if (file) await deps.db.files.delete(file._id);
-  await holdsChanged(deps.jobs, cid);
+  if (file) {
+    const removed = await deps.db.files.delete(file._id);
+    if (removed) await deps.db.usage.add(userId, { files: -removed.size });
+  }
+  await holdsChanged(deps, cid);
   return { cid: pin?.cid ?? file!.cid };
 }

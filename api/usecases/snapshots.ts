@@ -85,6 +85,6 @@ export async function deleteSnapshot(deps: SnapshotDeps, userId: string, folderI
   if (!(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
   const snapshot = await deps.db.snapshots.get(snapshotKey(folderId, cid.multihash));
   if (snapshot?.userId !== userId || !(await deps.db.snapshots.delete(snapshot._id))) throw new NotFound('snapshot');
-  await holdsChanged(deps.jobs, cid);
+  await holdsChanged(deps, cid);
   return { cid: snapshot.cid };
 }

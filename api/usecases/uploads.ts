@@ -12,7 +12,7 @@ import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import type { FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSize, importCarStream, KuboAddError } from '../../infra/kubo.js';
-import { assertStorageFits, holdsChanged, MB, quickStorageLeft, storageFull } from './content.js';
+import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, Unavailable } from './errors.js';
 
@@ -131,9 +131,11 @@ async function dropCarRoot(deps: UploadDeps, root: CID): Promise<void> {
 }
 
 /**
- * Records added content as the user's file and holds it. The quota decision and the write are
- * made under the user's storage lock, so concurrent uploads cannot together pass the quota;
- * uploading the same content again updates the record and counts its size once.
+ * Records added content as the user's file and holds it. The bytes are reserved against the
+ * quota first, in one atomic update of the user's counter (infra/db/usage.ts), so concurrent
+ * uploads cannot together pass the quota and none waits for another. Uploading the same content
+ * again replaces the record and counts its size once: the reservation is the difference from
+ * the record as read, corrected by the record the upsert actually replaced.
  */
 async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; size: number }, details: FileDetails): Promise<FileRecord> {
   const cid = parseCid(added.cid.toString());
@@ -141,27 +143,35 @@ async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; s
   if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
     throw new InvalidInput(`folder ${details.folderId} not found`, 'FOLDER_NOT_FOUND');
   }
-  const file = await deps.db.locks.withLock(`storage:${user._id}`, async () => {
-    const [used, previous] = await Promise.all([deps.db.usage(user._id), deps.db.files.findForUser(user._id, cid.multihash)]);
-    assertStorageFits(plan, used - (previous?.size ?? 0), added.size);
-    const now = Date.now();
-    return (
-      await deps.db.files.upsert({
-        _id: userContentKey(user._id, cid.multihash),
-        userId: user._id,
-        cid: cid.v1,
-        multihash: cid.multihash,
-        name: details.name ?? cid.v1,
-        description: details.description ?? null,
-        size: added.size,
-        mimeType: details.mimeType,
-        folderId: details.folderId ?? null,
-        metadata: details.metadata ?? {},
-        createdAt: now,
-        updatedAt: now,
-      })
-    ).file;
-  });
-  await holdsChanged(deps.jobs, cid, { kind: 'file', key: file._id });
-  return file;
+  const assumed = (await deps.db.files.findForUser(user._id, cid.multihash))?.size ?? 0;
+  const reserved = added.size - assumed;
+  await reserveStorage(deps.db, user._id, plan, reserved);
+  const now = Date.now();
+  let written: { file: FileRecord; previous: FileRecord | null };
+  try {
+    written = await deps.db.files.upsert({
+      _id: userContentKey(user._id, cid.multihash),
+      userId: user._id,
+      cid: cid.v1,
+      multihash: cid.multihash,
+      name: details.name ?? cid.v1,
+      description: details.description ?? null,
+      size: added.size,
+      mimeType: details.mimeType,
+      folderId: details.folderId ?? null,
+      metadata: details.metadata ?? {},
+      createdAt: now,
+      updatedAt: now,
+    });
+  } catch (err) {
+    // Nothing was recorded: the reservation goes back. The write's own failure is what the
+    // caller hears; a give-back that fails too leaves the counter high (usage recount).
+    await deps.db.usage.add(user._id, { files: -reserved }).catch(() => undefined);
+    throw err;
+  }
+  // A concurrent upload or delete of the same content may have changed the record since it
+  // was read: what the upsert replaced is what leaves the count.
+  await deps.db.usage.add(user._id, { files: assumed - (written.previous?.size ?? 0) });
+  await holdsChanged(deps, cid, { kind: 'file', key: written.file._id });
+  return written.file;
 }

@@ -17,6 +17,8 @@ export async function createUser(deps: ApiKeyDeps, input: { email: string; name:
   const plan = checkPlan(deps, input.plan ?? deps.config.plans.defaultPlan);
   const user = await deps.db.users.create({ email, name: input.name, plan });
   if (!user) throw new Conflict('EMAIL_TAKEN', `a user with email ${email} exists`);
+  // Stores nothing yet; counted from zero, so its storage is never summed from records.
+  await deps.db.usage.init(user._id);
   const key = await createApiKey(deps, { userId: user._id, maxKeys: deps.config.plans.get(plan).apiKeys });
   return { user, apiKey: key.apiKey, keyPrefix: key.keyPrefix };
 }

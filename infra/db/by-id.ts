@@ -12,6 +12,9 @@
 /** The `_id` of the user's record of a piece of content (pin request, file). */
 export const userContentKey = (userId: string, multihash: string) => `${userId}:${multihash}`;
 
+/** The user of such a key (user IDs have no `:`). */
+export const userOfContentKey = (key: string) => key.slice(0, key.indexOf(':'));
+
 /**
  * Reads of one key asked for in the same turn of the event loop share one database read,
  * which starts on the next turn: no caller gets a read that began before it asked, so

@@ -1,6 +1,7 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
 import { userContentKey } from './by-id.js';
+import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 import { after } from './pages.js';
 
@@ -67,16 +68,24 @@ export function createFileStore(conn: Connection) {
      * record before the update (null when inserted). */
     async upsert(file: FileRecord): Promise<{ file: FileRecord; previous: FileRecord | null }> {
       const { _id, createdAt, ...changes } = file;
-      const previous = await Files.findOneAndUpdate(
-        { _id },
-        { $set: changes, $setOnInsert: { createdAt } },
-        { upsert: true, returnDocument: 'before' },
-      )
-        .lean<FileRecord>()
-        .exec();
+      const write = () =>
+        Files.findOneAndUpdate({ _id }, { $set: changes, $setOnInsert: { createdAt } }, { upsert: true, returnDocument: 'before' })
+          .lean<FileRecord>()
+          .exec();
+      let previous: FileRecord | null;
+      try {
+        previous = await write();
+      } catch (err) {
+        // Two uploads of the same content both inserted: the other's record exists now, so
+        // this one is an update of it. (MongoDB retries such an upsert itself; FerretDB 1.24
+        // reports the unique `_id`.)
+        if (!isDuplicateKey(err)) throw err;
+        previous = await write();
+      }
       return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
+    /** The user's bytes summed from every record: only for the one-time count of usage.ts. */
     async totalSize(userId: string): Promise<number> {
       const [row] = await Files.aggregate<{ total: number }>([
         { $match: { userId } },
@@ -96,9 +105,9 @@ export function createFileStore(conn: Connection) {
         .lean<FileRecord>()
         .exec(),
 
-    async delete(key: string): Promise<boolean> {
-      return (await Files.deleteOne({ _id: key }).exec()).deletedCount === 1;
-    },
+    /** Deletes the record; returns what was deleted (null: nothing was), so that whoever
+     * deleted it, and only they, give back its size (usage.ts). */
+    delete: (key: string) => Files.findOneAndDelete({ _id: key }).lean<FileRecord>().exec(),
 
     /** Every file directly in any of these folders (a snapshot's listing, in one query). */
     inFolders: (userId: string, folderIds: string[]) =>

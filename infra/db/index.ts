@@ -6,11 +6,13 @@ import { createApiKeyStore } from './api-keys.js';
 import { createCorsStore } from './cors.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
+import { createHoldChangeStore } from './hold-changes.js';
 import { createHolds } from './holds.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
 import { createSnapshotStore } from './snapshots.js';
+import { createUsageStore } from './usage.js';
 import { createUserStore } from './users.js';
 
 export async function openDatabase(uri: string) {
@@ -31,7 +33,13 @@ export async function openDatabase(uri: string) {
   const snapshots = createSnapshotStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder, snapshots.holder]);
-  const usageCache = new Map<string, { bytes: number; at: number }>();
+  // Storage use is counted (usage.ts); the records are summed only once per user from before
+  // counters existed.
+  const usage = createUsageStore(connection, async (userId) => {
+    const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
+    return { files: f, pinned: p };
+  });
+  const holdChanges = createHoldChangeStore(connection);
   const locks = createLockStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
@@ -40,25 +48,14 @@ export async function openDatabase(uri: string) {
     apiKeys,
     rateLimits,
     holds,
+    holdChanges,
     pins,
     files,
     folders,
     cors,
     snapshots,
+    usage,
     locks,
-    /**
-     * Bytes the user stores: files plus pinned content, derived rather than counted. Quick
-     * checks may accept a value up to `maxAgeMs` old; the quota decision of an upload reads
-     * it fresh under the user's lock.
-     */
-    async usage(userId: string, options: { maxAgeMs?: number } = {}): Promise<number> {
-      const cached = usageCache.get(userId);
-      if (cached && options.maxAgeMs && Date.now() - cached.at <= options.maxAgeMs) return cached.bytes;
-      const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
-      if (usageCache.size > 10_000) usageCache.clear();
-      usageCache.set(userId, { bytes: f + p, at: Date.now() });
-      return f + p;
-    },
     async ping(): Promise<void> {
       await connection.db!.admin().ping();
     },

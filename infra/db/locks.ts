@@ -20,7 +20,7 @@ export class LockTimeout extends Error {
 
 /**
  * Short mutual exclusion across processes, for the few decisions that read several documents
- * and then write (the last-API-key rule, a plan's key limit, the storage quota). Built on an
+ * and then write (the last-API-key rule, a plan's key limit, cycle-free folder moves). Built on an
  * insert into a unique _id, the one write FerretDB 1.24 makes atomic under concurrency. A lock
  * whose holder died is taken over once it expires (a stored time, not a TTL index).
  */

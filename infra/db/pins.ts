@@ -82,11 +82,17 @@ export function createPinStore(conn: Connection) {
    * read and a write anyway. The workflow of a request is its only writer while it is active,
    * and the request ID check keeps a late write of a deleted request off its successor.
    */
-  async function transition(key: string, requestId: string, from: readonly PinStatus[], changes: Partial<PinRecord>): Promise<boolean> {
+  async function transition(
+    key: string,
+    requestId: string,
+    from: readonly PinStatus[],
+    changes: Partial<PinRecord>,
+  ): Promise<PinRecord | null> {
     const current = await get(key);
-    if (!current || current.requestId !== requestId || !from.includes(current.status)) return false;
-    const res = await Pins.updateOne({ _id: key }, { $set: { ...changes, updatedAt: Date.now() } }).exec();
-    return res.matchedCount === 1;
+    if (!current || current.requestId !== requestId || !from.includes(current.status)) return null;
+    const changed = { ...changes, updatedAt: Date.now() };
+    const res = await Pins.updateOne({ _id: key }, { $set: changed }).exec();
+    return res.matchedCount === 1 ? { ...current, ...changed } : null;
   }
 
   /** A pin request holds its content until it fails or is deleted (infra/db/holds.ts). */
@@ -125,6 +131,7 @@ export function createPinStore(conn: Connection) {
       }
     },
 
+    /** The user's pinned bytes summed from every request: only for the one-time count of usage.ts. */
     async totalPinnedSize(userId: string): Promise<number> {
       const [row] = await Pins.aggregate<{ total: number }>([
         { $match: { userId, status: 'pinned' } },
@@ -163,16 +170,16 @@ export function createPinStore(conn: Connection) {
     /** Moves an active request forward; a request that was deleted or already finished is left alone. */
     setStatus: (key: string, requestId: string, status: Active) => transition(key, requestId, ACTIVE, { status }),
 
-    /** True when this call moved the request to `pinned` (so its size is counted once). */
+    /** The request, when this call moved it to `pinned` (so its size is counted once); null otherwise. */
     markPinned: (key: string, requestId: string, size: number | null) =>
       transition(key, requestId, ACTIVE, { status: 'pinned', size, pinnedAt: Date.now(), error: null }),
 
     markFailed: (key: string, requestId: string, error: { reason: string; details: string }) =>
       transition(key, requestId, ACTIVE, { status: 'failed', error }),
 
-    async delete(key: string): Promise<boolean> {
-      return (await Pins.deleteOne({ _id: key }).exec()).deletedCount === 1;
-    },
+    /** Deletes the request; returns what was deleted (null: nothing was), so that whoever
+     * deleted a `pinned` one, and only they, give back its size (usage.ts). */
+    delete: (key: string) => Pins.findOneAndDelete({ _id: key }).lean<PinRecord>().exec(),
   };
 }
 

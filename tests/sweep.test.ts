@@ -1,0 +1,151 @@
+// The sweep is incremental: it checks only the content whose holds changed since its watermark
+// (the change log every change writes before its signal), so a change whose signal never went
+// out is repaired by one round, and a round with nothing changed touches nothing. The full
+// comparison stays available to operators: `npm run admin -- sweep --full`.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid, type ParsedCid } from '../infra/cid.js';
+import { HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import type { FileRecord } from '../infra/db/files.js';
+import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
+import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { cluster, kubo } from './support/content.js';
+import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+const exec = promisify(execFile);
+const queue = testTaskQueue();
+let api: ApiServer;
+let worker: WorkerProcess;
+let user: TestUser;
+
+const schedule = () => api.deps.temporal.client.schedule.getHandle(sweepJob.scheduleId(queue));
+
+beforeAll(async () => {
+  const env = { TEMPORAL_TASK_QUEUE: queue };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  user = await createUser(api);
+  // The worker's own schedule would run rounds between this file's; the tests run them.
+  await schedule().pause('tests/sweep.test.ts runs the rounds itself');
+});
+afterAll(async () => {
+  await schedule()
+    .unpause()
+    .catch(() => undefined);
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+/** One round of the sweep workflow, run by the worker as the schedule runs it. */
+const sweepRound = (): Promise<SweepResult> =>
+  api.deps.temporal.client.workflow.execute(sweepJob.workflowType, { taskQueue: queue, workflowId: `sweep-test-${Date.now()}` });
+
+/** Waits until changes logged up to now are old enough for a round to check. */
+const settle = () => new Promise((r) => setTimeout(r, HOLD_CHANGE_SETTLE_MS + 300));
+
+const pinnedInCluster = async (cid: string) => (await cluster().allocation(cid)) !== null;
+
+/** Content in Kubo, not pinned. */
+async function freshContent(label: string): Promise<ParsedCid> {
+  return parseCid((await kubo().add(Buffer.from(`${label} ${Date.now()} ${Math.random()}`), { pin: false })).cid.toString());
+}
+
+/** A file record written as the use-case writes it, but with no signal: as if Temporal were down. */
+async function fileWithoutSignal(cid: ParsedCid): Promise<FileRecord> {
+  const now = Date.now();
+  const file: FileRecord = {
+    _id: `${user.userId}:${cid.multihash}`,
+    userId: user.userId,
+    cid: cid.v1,
+    multihash: cid.multihash,
+    name: 'unsignalled',
+    description: null,
+    size: 10,
+    mimeType: 'text/plain',
+    folderId: null,
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  };
+  await api.deps.db.files.upsert(file);
+  return file;
+}
+
+test('every change is logged before it is signalled', async () => {
+  const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `logged ${Date.now()}` } });
+  expect(res.status).toBe(201);
+  const { multihash } = parseCid(res.body.cid);
+  expect(await api.deps.db.holdChanges.model.countDocuments({ multihash })).toBe(1);
+  expect((await call(api, 'DELETE', `/pin/${res.body.cid}`, { key: user.apiKey })).status).toBe(200);
+  expect(await api.deps.db.holdChanges.model.countDocuments({ multihash })).toBe(2);
+});
+
+test('a hold whose signal never went out is pinned after one round; a round with nothing changed checks nothing', async () => {
+  const cid = await freshContent('unsignalled hold');
+  await fileWithoutSignal(cid);
+  await api.deps.db.holdChanges.append(cid.multihash, cid.v1); // logged; the signal is "lost"
+  const logged = Date.now();
+  expect(await pinnedInCluster(cid.v1)).toBe(false);
+
+  await settle();
+  const round = await sweepRound();
+  expect(round.resynced).toBeGreaterThanOrEqual(1);
+  expect(round.checked).toBeGreaterThanOrEqual(round.resynced);
+  await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned by the sweep');
+  // The watermark passed the change.
+  expect(await api.deps.db.holdChanges.watermark()).toBeGreaterThanOrEqual(logged);
+
+  const idle = await sweepRound();
+  expect({ checked: idle.checked, resynced: idle.resynced }).toEqual({ checked: 0, resynced: 0 });
+}, 60_000);
+
+test('a removed hold whose signal never went out is unpinned after one round', async () => {
+  const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `to be dropped ${Date.now()}` } });
+  const cid = parseCid(res.body.cid);
+  await syncRoundsDone(api.deps.temporal.client, cid.v1);
+  await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned after upload');
+
+  await api.deps.db.files.delete(`${user.userId}:${cid.multihash}`);
+  await api.deps.db.holdChanges.append(cid.multihash, cid.v1);
+  const before = await api.deps.db.holdChanges.watermark();
+  await settle();
+  const round = await sweepRound();
+  expect(round.resynced).toBeGreaterThanOrEqual(1);
+  expect(await api.deps.db.holdChanges.watermark()).toBeGreaterThan(before);
+  await eventually(
+    () => pinnedInCluster(cid.v1),
+    (v) => v === false,
+    30_000,
+    'unpinned by the sweep',
+  );
+}, 60_000);
+
+test('a change that was never logged is left to the full sweep, which repairs it', async () => {
+  const cid = await freshContent('unlogged hold');
+  await fileWithoutSignal(cid); // neither logged nor signalled: only the full comparison sees it
+  await settle();
+  await sweepRound();
+  expect(await pinnedInCluster(cid.v1)).toBe(false);
+
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    DATA_DIR: tempDir(),
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_TASK_QUEUE: queue,
+  };
+  const { stdout } = await exec('npx', ['tsx', 'api/cli/admin.ts', 'sweep', '--full', '--json'], { env });
+  const full = JSON.parse(stdout);
+  expect(full).toEqual({
+    checked: expect.any(Number),
+    resynced: expect.any(Number),
+    resumed: expect.any(Number),
+    seconds: expect.any(Number),
+  });
+  expect(full.resynced).toBeGreaterThanOrEqual(1);
+  await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned by the full sweep');
+
+  // Without --full the command says what it is for.
+  const bare = await exec('npx', ['tsx', 'api/cli/admin.ts', 'sweep', '--json'], { env }).catch((err) => err);
+  expect(bare.code).toBe(2);
+  expect(JSON.parse(bare.stdout).error.details).toMatch(/--full/);
+}, 120_000);

@@ -1,0 +1,145 @@
+// Storage use is a per-user counter (infra/db/usage.ts): concurrent uploads of one account can
+// neither pass the quota together nor be refused for one another, and every upload, replace,
+// delete, pin and unpin leaves the counter equal to the sum of the user's records.
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid } from '../infra/cid.js';
+import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { bytes, collect, kubo, MiB, multipart, postStream } from './support/content.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let api: ApiServer;
+let worker: WorkerProcess;
+
+beforeAll(async () => {
+  const env = {
+    TEMPORAL_TASK_QUEUE: testTaskQueue(),
+    // 1 MiB of storage, and no request rate in the way of the parallel uploads.
+    PLANS_FILE: plansFile({ small: { storageMB: 1, requestsPerMinute: 100_000 }, dharma: { requestsPerMinute: 100_000 } }),
+  };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+/** The user's bytes summed from the records in MongoDB, as usage was derived before counters. */
+async function recounted(userId: string): Promise<number> {
+  const [files, pinned] = await Promise.all([api.deps.db.files.totalSize(userId), api.deps.db.pins.totalPinnedSize(userId)]);
+  return files + pinned;
+}
+
+/** The counter, read from its document, and the records' sum: equal when the counter is exact. */
+async function counterAndSum(userId: string) {
+  const doc = await api.deps.db.usage.model.findById(userId).lean().exec();
+  return { counter: doc?.used, files: doc?.files, pinned: doc?.pinned, sum: await recounted(userId) };
+}
+
+const upload = (user: TestUser, content: string, extra: Record<string, unknown> = {}) =>
+  call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, ...extra } });
+
+test('20 concurrent uploads to an account with room for exactly 7: 7 recorded, 13 refused with 402, none busy', async () => {
+  const user = await createUser(api, 'small'); // 1 MiB
+  const size = 140_000; // 7 × 140,000 = 980,000 ≤ 1,048,576 < 8 × 140,000
+  const replies = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => upload(user, `${String(i).padStart(2, '0')}`.repeat(size / 2), { name: `f${i}` })),
+  );
+  const statuses = replies.map((r) => r.status).sort();
+  expect(statuses.filter((s) => s === 201)).toHaveLength(7);
+  expect(statuses.filter((s) => s === 402)).toHaveLength(13);
+  expect(replies.filter((r) => r.status === 402).every((r) => r.body.error.reason === 'STORAGE_LIMIT')).toBe(true);
+
+  expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(7);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: 7 * size, files: 7 * size, pinned: 0, sum: 7 * size });
+}, 120_000);
+
+test('the same content uploaded 10 times at once is one file, counted once', async () => {
+  const user = await createUser(api);
+  const content = `same ${Date.now()} `.repeat(1000);
+  const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => upload(user, content, { name: `copy ${i}` })));
+  expect(replies.map((r) => r.status)).toEqual(Array(10).fill(201));
+  expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(1);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: content.length, files: content.length, pinned: 0, sum: content.length });
+}, 60_000);
+
+test('replace, delete and recursive folder delete keep the counter equal to the records', async () => {
+  const user = await createUser(api);
+  const a = await upload(user, 'a'.repeat(1000));
+  const again = await upload(user, 'a'.repeat(1000), { name: 'renamed by upload' });
+  expect(again.body.cid).toBe(a.body.cid);
+  expect(await counterAndSum(user.userId)).toMatchObject({ counter: 1000, sum: 1000 });
+
+  const outer = await call(api, 'POST', '/folders', { key: user.apiKey, body: { name: 'outer' } });
+  const inner = await call(api, 'POST', '/folders', { key: user.apiKey, body: { name: 'inner', parentFolderId: outer.body.folderId } });
+  expect(inner.status).toBe(201);
+  await upload(user, 'b'.repeat(2000), { folderId: outer.body.folderId });
+  await upload(user, 'c'.repeat(3000), { folderId: inner.body.folderId });
+  expect(await counterAndSum(user.userId)).toMatchObject({ counter: 6000, sum: 6000 });
+
+  // A file deleted twice at once is given back once.
+  const deletes = await Promise.all([1, 2].map(() => call(api, 'DELETE', `/pin/${a.body.cid}`, { key: user.apiKey })));
+  expect(deletes.map((d) => d.status).sort()).toEqual(expect.arrayContaining([200]));
+  expect(await counterAndSum(user.userId)).toMatchObject({ counter: 5000, sum: 5000 });
+
+  expect((await call(api, 'DELETE', `/folders/${outer.body.folderId}?recursive=true`, { key: user.apiKey })).status).toBe(200);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: 0, files: 0, pinned: 0, sum: 0 });
+}, 60_000);
+
+test('a pin counts its size once pinned, and no longer once deleted', async () => {
+  const user = await createUser(api);
+  const content = await collect(bytes(50_000, `usage-pin-${Date.now()}`));
+  const cid = (await kubo().add(content, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  expect((await call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } })).status).toBe(202);
+  await eventually(
+    () => call(api, 'GET', `/pin/${cid}`, { key: user.apiKey }),
+    (r) => r.body.status === 'pinned',
+    30_000,
+    'pinned',
+  );
+  expect(await counterAndSum(user.userId)).toEqual({ counter: 50_000, files: 0, pinned: 50_000, sum: 50_000 });
+  // What quota checks read.
+  expect(await api.deps.db.usage.used(user.userId)).toBe(50_000);
+
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: user.apiKey })).status).toBe(200);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: 0, files: 0, pinned: 0, sum: 0 });
+}, 60_000);
+
+test('a user from before counters is counted once from the records, however many requests ask at once', async () => {
+  const user = await createUser(api);
+  const small = await createUser(api, 'small');
+  // Records written as an older version wrote them: no usage document.
+  await api.deps.db.usage.model.deleteMany({ _id: { $in: [user.userId, small.userId] } }).exec();
+  const now = Date.now();
+  for (const [owner, size, seed] of [
+    [user, 4000, 'one'],
+    [user, 6000, 'two'],
+    [small, MiB - 100, 'big'],
+  ] as const) {
+    const cid = parseCid((await kubo().add(Buffer.from(`${seed} ${now}`), { pin: false })).cid.toString());
+    await api.deps.db.files.upsert({
+      _id: `${owner.userId}:${cid.multihash}`,
+      userId: owner.userId,
+      cid: cid.v1,
+      multihash: cid.multihash,
+      name: seed,
+      description: null,
+      size,
+      mimeType: 'text/plain',
+      folderId: null,
+      metadata: {},
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+  const reads = await Promise.all(Array.from({ length: 10 }, () => api.deps.db.usage.used(user.userId)));
+  expect(reads).toEqual(Array(10).fill(10_000));
+  expect(await counterAndSum(user.userId)).toEqual({ counter: 10_000, files: 10_000, pinned: 0, sum: 10_000 });
+
+  // The first upload of a user without a document is decided on the backfilled count.
+  const form = multipart({}, { name: 'x', source: bytes(200, 'over') });
+  const over = await postStream(`${api.url}/upload/new`, small.apiKey, form.contentType, form.body);
+  expect(over.status).toBe(402);
+  expect(await counterAndSum(small.userId)).toMatchObject({ counter: MiB - 100, sum: MiB - 100 });
+  const fits = await upload(small, 'y'.repeat(100));
+  expect(fits.status).toBe(201);
+  expect(await counterAndSum(small.userId)).toMatchObject({ counter: MiB, sum: MiB });
+}, 60_000);
