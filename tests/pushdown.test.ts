@@ -223,6 +223,14 @@ describe('finds give MongoDB results whatever is pushed down', () => {
     expect(got).toEqual(want);
   });
 
+  test.each(queries.map((q, i) => [i, q] as const))('count of query %i', async (_i, q) => {
+    const want = docs.filter((d) => matches(model([d])[0]!, q.filter)).length;
+    const counted = (await conn.db!.command({ count: things.collectionName, query: q.filter })) as { n: number };
+    expect(counted.n).toBe(want);
+    const window = (await conn.db!.command({ count: things.collectionName, query: q.filter, skip: 3, limit: 5 })) as { n: number };
+    expect(window.n).toBe(Math.min(Math.max(want - 3, 0), 5));
+  });
+
   stackOnly('a page of one value, newest first, is read from the index in order', async () => {
     const explained = (await things
       .find({ a: 'x', b: { $lt: 20 } })

@@ -132,7 +132,7 @@ test('MongoDB answers ping and round-trips a document', async () => {
   }
 });
 
-// The stack's FerretDB is built with a patch (infra/stack/versions.json) so that reads,
+// The stack's FerretDB is built with patches (infra/stack/patches/ferretdb/); the first makes reads,
 // updates and deletes by `_id` use the `_id` index instead of reading the whole table, which
 // every hot path of the service relies on (infra/db/by-id.ts). Its explain output shows
 // SQLite's own query plan. It does not apply when the tests run on a user's MongoDB

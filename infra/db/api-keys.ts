@@ -2,6 +2,7 @@ import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { AUTH_MEMORY_MS, LAST_USED_FLUSH_MS } from '../constants.js';
 import { rememberReads } from './by-id.js';
+import { count } from './count.js';
 
 export interface ApiKey {
   /** The key prefix (first 12 characters): public, unique, the S3 access key id later. */
@@ -59,7 +60,7 @@ export function createApiKeyStore(conn: Connection) {
      * (by-id.ts); the caller compares the digest. Read at most once per AUTH_MEMORY_MS. */
     get,
 
-    countForUser: (userId: string) => Keys.countDocuments({ userId }).exec(),
+    countForUser: (userId: string) => count(Keys, { userId }),
 
     async findByPrefix(userId: string, prefix: string): Promise<ApiKey | null> {
       const key = await get(prefix);
@@ -76,11 +77,11 @@ export function createApiKeyStore(conn: Connection) {
 
     /** Keys of the user other than `exceptId` that can still authenticate at `now`. */
     countUsableOthers: (userId: string, exceptId: string, now: number) =>
-      Keys.countDocuments({
+      count(Keys, {
         userId,
         _id: { $ne: exceptId },
         $or: [{ expiresAt: { $exists: false } }, { expiresAt: null }, { expiresAt: { $gt: now } }],
-      }).exec(),
+      }),
 
     async delete(userId: string, id: string): Promise<boolean> {
       const key = await Keys.findById(id).lean<ApiKey>().exec();

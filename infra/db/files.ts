@@ -4,6 +4,7 @@ import { userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 import { after } from './pages.js';
+import { count } from './count.js';
 
 export interface FileRecord {
   /** `<userId>:<multihash>` (by-id.ts): a user has one file record per piece of content;
@@ -118,7 +119,7 @@ export function createFileStore(conn: Connection) {
     /** Every file directly in the folder (recursive deletes read them all). */
     inFolder: (userId: string, folderId: string) => Files.find({ userId, folderId }).lean<FileRecord[]>().exec(),
 
-    countInFolder: (userId: string, folderId: string) => Files.countDocuments({ userId, folderId }).exec(),
+    countInFolder: (userId: string, folderId: string) => count(Files, { userId, folderId }),
 
     /** Newest first; `after` continues from the previous page's last item. */
     list(userId: string, q: FileQuery): Promise<FileRecord[]> {

@@ -13,11 +13,10 @@
 // A process that dies between a record write and its adjustment (milliseconds apart) leaves
 // the counter off by that record; `npm run admin -- usage recount --user ID` recomputes it.
 //
-// On a MongoDB each operation here finds its document by `_id` through the index. FerretDB
-// 1.24 (the local stack) is not exact under concurrency until single-document updates are
-// atomic there (its updates are a read and a write with no lock between them), and it reads
-// the whole (one document per user) collection for the conditional `reserve`, whose filter is
-// more than `{ _id }` (by-id.ts).
+// Each operation here finds its document by `_id` through the index, and each update is
+// atomic: on a MongoDB by itself, on the local stack's FerretDB through its patches
+// (infra/stack/patches/ferretdb/: 0002 uses the `_id` index for a filter with more than the
+// `_id`, 0003 makes a single-document update atomic; tests/usage.test.ts races 20 uploads).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { isDuplicateKey } from './errors.js';

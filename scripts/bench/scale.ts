@@ -37,6 +37,7 @@ import {
   bigUserCount,
   bigUserNewest,
   content,
+  FOLDERS_PER_USER,
   fileRecord,
   folderRecords,
   pinRecord,
@@ -543,6 +544,20 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
     bounds(20),
   );
 
+  // The user's folders, each with its fileCount (a count of the folder's files).
+  let folderFiles = 0;
+  await idle();
+  const foldersPage = await measure(
+    'GET /folders first page',
+    async (s) => {
+      const page = (await getJson(`${ctx.apiUrl}/folders?limit=${limit}`, user.apiKey, s)) as { items: { fileCount: number }[] };
+      if (page.items.length !== FOLDERS_PER_USER) throw new Error(`${page.items.length} folders, expected ${FOLDERS_PER_USER}`);
+      folderFiles = Math.max(...page.items.map((f) => f.fileCount));
+      if (folderFiles < 1000) throw new Error(`the largest folder counts ${folderFiles} files`);
+    },
+    bounds(20),
+  );
+
   // Pins: no list endpoint yet (the pinning service API, issue #12, will read this store query).
   const pinList = (after?: { createdAt: number; _id: string }) =>
     db.pins.list(user.userId, { status: 'pinned', after: after && { createdAt: after.createdAt, id: after._id }, limit: limit + 1 });
@@ -629,6 +644,10 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
     line('GET /upload/list first page', `${describe(firstPage)}  ${goal50(firstPage)}`),
     line(`GET /upload/list ${n(depth)} deep`, `${describe(deepPage)}  ${goal50(deepPage)}`),
     line('GET /upload/list?folderId', `${describe(folderPage)}  ${goal50(folderPage)}`),
+    line(
+      `GET /folders (${FOLDERS_PER_USER} with their fileCount)`,
+      `${describe(foldersPage)}  ${goal50(foldersPage)}  [${n(folderFiles)} files in the largest]`,
+    ),
     line('pins status=pinned first page', `${describe(pinFirst)}  ${goal50(pinFirst)}  [store query: no pin list endpoint yet]`),
     line(`pins status=pinned ${n(pinDepth)} deep`, `${describe(pinDeep)}  ${goal50(pinDeep)}  [store query]`),
     line('POST /upload/new (small JSON)', ratioLine(empty.upload, full.upload, 'goal <= 1.5 both')),
@@ -640,7 +659,7 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
     line(
       'sweep (resyncDifferences)',
       `${ratioLine(emptySweep, loadedSweep, 'goal incremental, read as <= 1.5 both')}  ` +
-        `[differences: ${Math.round(emptySignals)} empty, ${n(Math.round(loadedSignals))} loaded, counted not signalled: Cluster has none of the loaded content]`,
+        `[signals: ${Math.round(emptySignals)} empty, ${n(Math.round(loadedSignals))} loaded; the loaded records were written directly, so the change log has none of them]`,
     ),
     line(
       'whole run',
@@ -655,6 +674,7 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
     firstPage,
     deepPage,
     folderPage,
+    foldersPage,
     pinFirst,
     pinDeep,
     empty.upload,
