@@ -81,6 +81,31 @@ test('create, read, list one level with cursors, rename; names are unique among 
   expect(errorReason(await as(user).put(`/folders/${id}`, {}))).toBe('INVALID_INPUT');
 });
 
+test("a folder's fileCount is counted as files come, move and go, and equals the files in MongoDB", async () => {
+  const user = await createUser(api);
+  const [a, b] = [await mkdir(user, 'a'), await mkdir(user, 'b')];
+  const counts = async () => {
+    const shown = await Promise.all([a, b].map(async (id) => (await as(user).get(`/folders/${id}`)).body.fileCount as number));
+    const stored = await Promise.all([a, b].map((id) => api.deps.db.files.model.countDocuments({ userId: user.userId, folderId: id })));
+    expect(shown).toEqual(stored);
+    return shown;
+  };
+  const x = await upload(user, 'count-x', a);
+  const y = await upload(user, 'count-y', a);
+  expect(await counts()).toEqual([2, 0]);
+  // The same content uploaded into another folder moves its record there.
+  await upload(user, 'count-x', b);
+  expect(await counts()).toEqual([1, 1]);
+  expect((await as(user).put(`/files/${y}/move`, { folderId: b })).status).toBe(200);
+  expect(await counts()).toEqual([0, 2]);
+  // Concurrent moves of one file count once each way.
+  await Promise.all([a, b, a, null, a].map((folderId) => as(user).put(`/files/${y}/move`, { folderId })));
+  const final = (await as(user).get(`/file/${y}`)).body.folderId as string | null;
+  expect(await counts()).toEqual([final === a ? 1 : 0, 1 + (final === b ? 1 : 0)]);
+  expect((await as(user).del(`/pin/${x}`)).status).toBe(200);
+  expect(await counts()).toEqual([final === a ? 1 : 0, final === b ? 1 : 0]);
+});
+
 test('moves: under another folder, back to the top, never under itself or its own subfolder', async () => {
   const user = await createUser(api);
   const a = await mkdir(user, 'a');

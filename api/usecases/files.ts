@@ -4,6 +4,7 @@ import type { FileRecord } from '../../infra/db/files.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import type { UseCaseDeps } from './deps.js';
 import { NotFound } from './errors.js';
+import { fileMoved } from './folders.js';
 import { decodeCursor, toPage } from './pages.js';
 
 export type { FileRecord };
@@ -16,17 +17,18 @@ export async function getFile(deps: FileDeps, userId: string, cid: ParsedCid): P
 }
 
 export async function renameFile(deps: FileDeps, userId: string, cid: ParsedCid, name: string): Promise<FileRecord> {
-  const file = await deps.db.files.update(userId, cid.multihash, { name });
-  if (!file) throw new NotFound('file');
-  return file;
+  const updated = await deps.db.files.update(userId, cid.multihash, { name });
+  if (!updated) throw new NotFound('file');
+  return updated.file;
 }
 
 /** Moves a file into one of the caller's folders, or to the top level with `null`. */
 export async function moveFile(deps: FileDeps, userId: string, cid: ParsedCid, folderId: string | null): Promise<FileRecord> {
   if (folderId !== null && !(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
-  const file = await deps.db.files.update(userId, cid.multihash, { folderId });
-  if (!file) throw new NotFound('file');
-  return file;
+  const moved = await deps.db.files.update(userId, cid.multihash, { folderId });
+  if (!moved) throw new NotFound('file');
+  await fileMoved(deps.db, moved.previous.folderId, folderId);
+  return moved.file;
 }
 
 export interface FileListQuery {

@@ -34,9 +34,20 @@ async function ownFolder(deps: FolderDeps, userId: string, folderId: string, wha
   return folder;
 }
 
+/**
+ * Keeps folders' fileCount when a file record leaves `from` and enters `to` (undefined or
+ * null: no folder), as the record write that moved it reported: each write adjusts by what it
+ * changed, so concurrent moves, uploads and deletes of one file count once each.
+ */
+export async function fileMoved(db: FolderDeps['db'], from: string | null | undefined, to: string | null | undefined): Promise<void> {
+  if (from === to) return;
+  if (from) await db.folders.adjustFileCount(from, -1);
+  if (to) await db.folders.adjustFileCount(to, 1);
+}
+
 async function view(deps: FolderDeps, folder: FolderRecord): Promise<FolderView> {
   const [fileCount, [latestSnapshot]] = await Promise.all([
-    deps.db.files.countInFolder(folder.userId, folder._id),
+    folder.fileCount ?? deps.db.files.countInFolder(folder.userId, folder._id),
     deps.db.snapshots.list(folder._id, { limit: 1 }),
   ]);
   return { ...folder, fileCount, latestSnapshot: latestSnapshot ?? null };
@@ -51,6 +62,7 @@ export async function createFolder(deps: FolderDeps, userId: string, input: { na
     userId,
     name: folderName(input.name),
     parentFolderId,
+    fileCount: 0,
     createdAt: now,
     updatedAt: now,
   };

@@ -5,6 +5,7 @@ import { userContentKey } from '../../infra/db/by-id.js';
 import { pinJobInput, type PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
+import { fileMoved } from './folders.js';
 import { assertStorageFits, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { NotFound } from './errors.js';
@@ -95,6 +96,7 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
   if (file) {
     const removed = await deps.db.files.delete(file._id);
     if (removed) await deps.db.usage.add(userId, { files: -removed.size });
+    if (removed) await fileMoved(deps.db, removed.folderId, null);
   }
   await holdsChanged(deps, cid);
   return { cid: pin?.cid ?? file!.cid };

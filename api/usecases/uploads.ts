@@ -15,6 +15,7 @@ import { addStream, contentSize, importCarStream, KuboAddError } from '../../inf
 import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, Unavailable } from './errors.js';
+import { fileMoved } from './folders.js';
 
 type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
 
@@ -172,6 +173,7 @@ async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; s
   // A concurrent upload or delete of the same content may have changed the record since it
   // was read: what the upsert replaced is what leaves the count.
   await deps.db.usage.add(user._id, { files: assumed - (written.previous?.size ?? 0) });
+  await fileMoved(deps.db, written.previous?.folderId, written.file.folderId);
   await holdsChanged(deps, cid, { kind: 'file', key: written.file._id });
   return written.file;
 }

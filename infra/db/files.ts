@@ -97,14 +97,18 @@ export function createFileStore(conn: Connection) {
 
     findForUser: (userId: string, multihash: string) => Files.findById(userContentKey(userId, multihash)).lean<FileRecord>().exec(),
 
-    update: (userId: string, multihash: string, changes: Partial<Pick<FileRecord, 'name' | 'folderId'>>) =>
-      Files.findOneAndUpdate(
-        { _id: userContentKey(userId, multihash) },
-        { $set: { ...changes, updatedAt: Date.now() } },
-        { returnDocument: 'after' },
-      )
+    /** The record after the change and before it (to see where it moved from), or null. */
+    async update(
+      userId: string,
+      multihash: string,
+      changes: Partial<Pick<FileRecord, 'name' | 'folderId'>>,
+    ): Promise<{ file: FileRecord; previous: FileRecord } | null> {
+      const set = { ...changes, updatedAt: Date.now() };
+      const previous = await Files.findOneAndUpdate({ _id: userContentKey(userId, multihash) }, { $set: set }, { returnDocument: 'before' })
         .lean<FileRecord>()
-        .exec(),
+        .exec();
+      return previous && { file: { ...previous, ...set }, previous };
+    },
 
     /** Deletes the record; returns what was deleted (null: nothing was), so that whoever
      * deleted it, and only they, give back its size (usage.ts). */

@@ -12,6 +12,9 @@ export interface FolderRecord {
   name: string;
   /** null: at the top level. */
   parentFolderId: string | null;
+  /** Files directly in the folder, counted as they come and go (usecases/folders.ts
+   * fileMoved). Absent on folders made before it was counted: those count at each read. */
+  fileCount?: number;
   createdAt: number;
   updatedAt: number;
 }
@@ -22,6 +25,7 @@ const schema = new Schema<FolderRecord>(
     userId: { type: String, required: true },
     name: { type: String, required: true },
     parentFolderId: { type: String, default: null },
+    fileCount: { type: Number },
     createdAt: { type: Number, required: true },
     updatedAt: { type: Number, required: true },
   },
@@ -71,6 +75,12 @@ export function createFolderStore(conn: Connection) {
       if (q.parentFolderId !== undefined) filter.parentFolderId = q.parentFolderId;
       if (q.after) Object.assign(filter, after('createdAt', { at: q.after.createdAt, id: q.after.id }));
       return Folders.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FolderRecord[]>().exec();
+    },
+
+    /** Adds `delta` to a counted folder's fileCount (one atomic update; a folder from before
+     * counting, or one deleted meanwhile, is left alone). */
+    async adjustFileCount(folderId: string, delta: number): Promise<void> {
+      await Folders.updateOne({ _id: folderId, fileCount: { $exists: true } }, { $inc: { fileCount: delta } }).exec();
     },
 
     /** Every folder of the user, for walking a tree in memory with one query. */

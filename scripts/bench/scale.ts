@@ -495,6 +495,12 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
   const loaded = await load(db, d, options.loadMs, signal);
   const loadSeconds = (Date.now() - loadStart) / 1000;
   d.counts = loaded;
+  // Each folder's fileCount as the service would have counted its files in
+  // (usecases/folders.ts fileMoved): counted once here, after the direct load.
+  for (const folder of folderRecords(d)) {
+    const fileCount = await db.files.countInFolder(folder.userId, folder._id);
+    await db.folders.model.updateOne({ _id: folder._id }, { $set: { fileCount } }).exec();
+  }
   const loadedTotal = loaded.files + loaded.pins;
   say(
     `scale: loaded ${loadedTotal.toLocaleString('en-US')} records in ${loadSeconds.toFixed(0)} s (${Math.round(loadedTotal / loadSeconds)}/s)`,
