@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { binaryPath } from './binaries.js';
-import { childEnv, startProcess } from './process.js';
+import { childEnv, startProcess, writeFileAtomic } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -90,7 +90,7 @@ export async function startClusterPeer(options: ClusterOptions): Promise<Cluster
   }
   const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Json;
   applySettings(config, options);
-  fs.writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+  writeFileAtomic(configFile, `${JSON.stringify(config, null, 2)}\n`);
 
   const proc = startProcess({
     name: 'cluster',

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { binaryPath } from './binaries.js';
-import { childEnv, startProcess } from './process.js';
+import { childEnv, startProcess, writeFileAtomic } from './process.js';
 
 const exec = promisify(execFile);
 
@@ -115,7 +115,7 @@ export async function startKubo(options: KuboOptions): Promise<KuboNode> {
   const configFile = path.join(options.dataDir, 'config');
   const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Record<string, unknown>;
   for (const [key, value] of Object.entries(localSettings(options.ports))) setIn(config, key, value);
-  fs.writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+  writeFileAtomic(configFile, `${JSON.stringify(config, null, 2)}\n`);
 
   const proc = startProcess({
     name,

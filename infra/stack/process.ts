@@ -41,6 +41,17 @@ process.once('exit', () => {
   for (const kill of live.values()) kill();
 });
 
+/**
+ * Writes a file through a temporary one and a rename, so that a process killed meanwhile
+ * (the stack is stopped with SIGKILL too) leaves the old text or the new, never an empty or
+ * half-written file that the next start could not read.
+ */
+export function writeFileAtomic(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
 export function tail(file: string, lines = 20): string {
   try {
     return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');

@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cacheDir } from './binaries.js';
+import { writeFileAtomic } from './process.js';
 
 export interface StackFile {
   /** The process that started the stack (npm start's supervisor, the test driver); the parent of every process below. */
@@ -36,10 +37,7 @@ export function readStackFile(dataDir: string): StackFile {
 
 /** Written to a temporary file and renamed, so a reader never sees half of it. */
 export function writeStackFile(dataDir: string, doc: StackFile): void {
-  const file = stackFilePath(dataDir);
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`);
-  fs.renameSync(tmp, file);
+  writeFileAtomic(stackFilePath(dataDir), `${JSON.stringify(doc, null, 2)}\n`);
 }
 
 export function updateStackFile(dataDir: string, change: (doc: StackFile) => void): void {
