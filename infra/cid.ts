@@ -39,3 +39,9 @@ export function tryParseCid(input: string): ParsedCid | undefined {
     return undefined;
   }
 }
+
+/** A CID as the service stores it (CIDv1, base32), read back by the thousand: decoded without
+ * the per-CID string cache CID.parse builds (a third of parsing 10,000 of them). */
+export function storedCid(v1: string): CID {
+  return CID.decode(base32.decode(v1));
+}

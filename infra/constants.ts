@@ -64,6 +64,19 @@ export const UNIXFS_ADD_OPTIONS = {
   trickle: false,
 } as const;
 
+/** Directories of the same profile (infra/unixfs.ts): a directory whose plain block would be
+ * larger than this many bytes becomes a HAMT of this fanout. */
+export const HAMT_THRESHOLD_BYTES = 262_144;
+export const HAMT_FANOUT = 256;
+/** Queries at once reading the files of a folder tree (infra/db/folder-tree.ts). */
+export const LIST_QUERIES = 4;
+/** A snapshot's listing is kept for its job (infra/db/snapshot-listings.ts) when it deflates
+ * to at most this many bytes (about 100,000 files); one of a job that never started goes after a day. */
+export const SNAPSHOT_LISTING_MAX_BYTES = 8 * 1024 * 1024;
+export const SNAPSHOT_LISTING_TTL_MS = 24 * 60 * 60 * 1000;
+/** Root blocks a snapshot reads at once, for files whose DAG size was not kept (activities/snapshots.ts). */
+export const SNAPSHOT_ROOT_READS = 16;
+
 /**
  * The sweep (activities/holds.ts) checks changes of holds stamped at least this long ago, so a
  * change whose log entry was stamped but not yet written (an insert in flight, a writer's

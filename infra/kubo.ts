@@ -13,8 +13,15 @@ export function createKubo(apiUrl: string): Kubo {
 
 /** The size of content: a file's bytes, or a directory's cumulative size (blocks included). */
 export async function contentSize(kubo: Kubo, cid: string, signal?: AbortSignal): Promise<number> {
+  return (await contentSizes(kubo, cid, signal)).size;
+}
+
+/** `size` as contentSize; `dagSize`, the cumulative size of its blocks, is what a directory
+ * linking the content records as the link's size (infra/unixfs.ts). */
+export async function contentSizes(kubo: Kubo, cid: string, signal?: AbortSignal): Promise<{ size: number; dagSize: number }> {
   const stat = await kubo.files.stat(`/ipfs/${cid}`, { signal });
-  return Number(stat.type === 'directory' ? stat.cumulativeSize : stat.size);
+  const dagSize = Number(stat.cumulativeSize);
+  return { size: stat.type === 'directory' ? dagSize : Number(stat.size), dagSize };
 }
 
 /** Throws unless Kubo answers `id` within `timeoutMs`. */
@@ -77,17 +84,17 @@ export async function postStream(
   return objects;
 }
 
-/** Adds a stream as one UnixFS file; returns the root CID. */
+/** Adds a stream as one UnixFS file; returns the root CID and the cumulative size of its blocks. */
 export async function addStream(
   apiUrl: string,
   source: AsyncIterable<Uint8Array>,
   options: Record<string, string | number | boolean>,
   signal?: AbortSignal,
-): Promise<string> {
+): Promise<{ cid: string; dagSize: number }> {
   const objects = await postStream(apiUrl, 'add', source, { ...options, progress: false, quieter: true }, signal);
-  const hash = objects[objects.length - 1]?.Hash;
+  const { Hash: hash, Size: size } = objects[objects.length - 1] ?? {};
   if (typeof hash !== 'string') throw new KuboAddError(200, 'no CID in the answer');
-  return hash;
+  return { cid: hash, dagSize: Number(size) };
 }
 
 /** Imports a CAR stream, pinning its roots; returns the root CIDs. */

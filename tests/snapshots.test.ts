@@ -10,6 +10,7 @@ import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { binaryPath } from '../infra/stack/binaries.js';
+import { readStackFile } from '../infra/stack/stack-file.js';
 import { snapshotJob } from '../infra/temporal/contracts/snapshots.js';
 import { bytes, cluster, collect, kubo, MiB, multipart, postStream } from './support/content.js';
 import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
@@ -64,6 +65,10 @@ async function snapshot(user: TestUser, folderId: string) {
   );
 }
 
+const pinnedInKubo = async (cid: string) => {
+  for await (const pin of kubo().pin.ls({ type: 'recursive' })) if (parseCid(pin.cid.toString()).v1 === cid) return true;
+  return false;
+};
 const inCluster = async (cid: string) => (await cluster().allocations()).some((a) => a.cid === cid);
 
 /**
@@ -134,7 +139,15 @@ test('a nested tree (unicode, empty folder, dotfile, 0-byte and multi-block file
   const big = await collect(bytes(3 * MiB + 1, 'snapshot-big'));
   fs.writeFileSync(path.join(disk, 'sub', 'big.bin'), big);
   const form = multipart({ folderId: sub }, { name: 'big.bin', source: bytes(3 * MiB + 1, 'snapshot-big') });
-  expect((await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body)).status).toBe(201);
+  const uploaded = await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body);
+  expect(uploaded.status).toBe(201);
+  // The upload kept the DAG size the directory links it with: Kubo's cumulative size.
+  const bigRecord = (await api.deps.db.files.model.findOne({ userId: user.userId, cid: uploaded.body.cid }).lean().exec())!;
+  const stat = await kubo().files.stat(`/ipfs/${uploaded.body.cid}`);
+  expect(bigRecord.dagSize).toBe(Number(stat.cumulativeSize));
+  expect(bigRecord.dagSize).toBeGreaterThan(3 * MiB + 1);
+  // A record from before sizes were kept: the snapshot reads the size from the root block.
+  await api.deps.db.files.model.updateOne({ _id: bigRecord._id }, { $unset: { dagSize: 1 } }).exec();
 
   const expected = await addR(disk);
   const done = await snapshot(user, root);
@@ -173,8 +186,40 @@ test('a nested tree (unicode, empty folder, dotfile, 0-byte and multi-block file
   expect(del.body).toEqual({ success: true, cid: expected });
   await syncRoundsDone(api.deps.temporal.client, expected);
   expect(await inCluster(expected)).toBe(false);
+  // Nor does Kubo keep the pin the directory's import made: Cluster's unpin was that pin.
+  expect(await pinnedInKubo(expected)).toBe(false);
   expect((await call(api, 'DELETE', `/folders/${root}/snapshots/${expected}`, { key: user.apiKey })).status).toBe(404);
 }, 180_000);
+
+test('the status names the job last asked for; the listing kept for a job goes with it; a job whose folder changed unkept ends "changed"', async () => {
+  const user = await createUser(api);
+  const folder = await mkdir(user, 'status');
+  const status = () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey });
+  expect((await status()).body).toEqual({ id: null, folderId: folder, status: 'none', progress: null, snapshot: null });
+
+  const upload = (content: string) =>
+    call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, name: `${content}.txt`, folderId: folder } });
+  expect((await upload('one')).status).toBe(201);
+  const first = await snapshot(user, folder);
+  // The job's listing was dropped once it was built.
+  expect(await api.deps.db.snapshotListings.model.countDocuments({ folderId: folder }).exec()).toBe(0);
+
+  // The folder changes: the status still shows the job asked for, and its snapshot.
+  expect((await upload('two')).status).toBe(201);
+  expect((await status()).body).toEqual(first.body);
+  const second = await snapshot(user, folder);
+  expect(second.body.id).not.toBe(first.body.id);
+  expect(second.body.snapshot.cid).not.toBe(first.body.snapshot.cid);
+  expect(second.body.snapshot.fileCount).toBe(2);
+  expect((await status()).body).toEqual(second.body);
+
+  // A job whose listing was not kept lists the folder itself; a folder that no longer has the
+  // listing's digest ends the job without a snapshot.
+  const stale = { userId: user.userId, folderId: folder, digest: '0'.repeat(32) };
+  await api.deps.jobs.start(snapshotJob, stale);
+  expect(await api.deps.temporal.client.workflow.getHandle(snapshotJob.workflowId(stale)).result()).toEqual({ status: 'changed' });
+  expect((await call(api, 'GET', `/folders/${folder}/snapshots`, { key: user.apiKey })).body.items).toHaveLength(2);
+}, 120_000);
 
 test('at the HAMT boundary (a 262,144-byte directory block) the CIDs equal ipfs add -r on both sides', async () => {
   // Links of 242 bytes each (36-byte CID, 196-byte name, sizes under 128) plus the 4 bytes of
@@ -198,6 +243,8 @@ test('at the HAMT boundary (a 262,144-byte directory block) the CIDs equal ipfs 
 }, 300_000);
 
 test('a worker killed mid-snapshot is replaced, and the new one finishes the same directory', async () => {
+  // Kubo is paused while the job runs, so the worker is killed with the directory built and
+  // being stored; the replacement builds and stores it again once Kubo is back.
   const user = await createUser(api);
   const folder = await mkdir(user, 'many');
   const sub = await mkdir(user, 'sub', folder);
@@ -207,16 +254,21 @@ test('a worker killed mid-snapshot is replaced, and the new one finishes the sam
   await directFiles(user, sub, path.join(disk, 'sub'), names, (i) => `killed sub ${i}`);
   const expected = await addR(disk);
 
-  expect((await call(api, 'POST', `/folders/${folder}/snapshot`, { key: user.apiKey })).status).toBe(202);
-  // Kill it once it has linked some files, but not all.
-  const midway = await eventually(
-    () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey }),
-    (r) => r.body.status === 'running' && (r.body.progress?.linked ?? 0) > 0,
-    60_000,
-    'snapshot under way',
-  );
-  expect(midway.body.progress.linked).toBeLessThan(1000);
-  await worker.kill('SIGKILL');
+  const kuboPid = readStackFile(process.env.STUPA_TEST_DATA_DIR!).pids!.kubo!;
+  process.kill(kuboPid, 'SIGSTOP');
+  try {
+    expect((await call(api, 'POST', `/folders/${folder}/snapshot`, { key: user.apiKey })).status).toBe(202);
+    const midway = await eventually(
+      () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey }),
+      (r) => r.body.progress?.linked === 1000,
+      60_000,
+      'snapshot built',
+    );
+    expect(midway.body.status).toBe('running');
+    await worker.kill('SIGKILL');
+  } finally {
+    process.kill(kuboPid, 'SIGCONT');
+  }
   worker = await startWorkerProcess(env);
   const done = await eventually(
     () => call(api, 'GET', `/folders/${folder}/snapshot`, { key: user.apiKey }),

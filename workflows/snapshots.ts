@@ -1,7 +1,7 @@
 // One folder snapshot (contract: infra/temporal/contracts/snapshots.ts): build the UnixFS
-// directory of the folder from its files' CIDs, record it (a hold, so Cluster pins it), wait
-// until Cluster has it, and drop the build's workspace. The `progress` query answers how many
-// files are linked so far.
+// directory of the folder from its files' CIDs (the listing kept for the job then goes),
+// record it (a hold, so Cluster pins it), and wait until Cluster has it. The `progress` query
+// answers how many files are linked so far.
 import { defineQuery, defineSignal, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
@@ -22,7 +22,7 @@ const { buildSnapshot, awaitSnapshotPinned } = proxyActivities<Activities>({
   heartbeatTimeout: '10s',
   retry,
 });
-const { recordSnapshot, removeSnapshotWorkspace } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
+const { recordSnapshot, dropSnapshotListing } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
 
 export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<SnapshotResult> => {
   let progress: SnapshotProgress = { linked: 0, total: 0 };
@@ -32,6 +32,7 @@ export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<Snapsho
   });
 
   const built = await buildSnapshot(input);
+  await dropSnapshotListing(input);
   if (built.changed) return { status: 'changed' };
   const takenAt = await recordSnapshot({
     ...input,
@@ -41,6 +42,5 @@ export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<Snapsho
     takenAt: Date.now(),
   });
   await awaitSnapshotPinned({ cid: built.cid });
-  await removeSnapshotWorkspace(input);
   return { status: 'complete', cid: built.cid, fileCount: built.fileCount, totalSize: built.totalSize, takenAt };
 };

@@ -14,19 +14,19 @@ import { decodeCursor, toPage } from './pages.js';
 type SnapshotDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
 
 export interface SnapshotJobView {
-  /** The job: `<folderId>:<digest>` of the listing it snapshots. */
-  id: string;
+  /** The job: `<folderId>:<digest>` of the listing it snapshots; null when none was asked for. */
+  id: string | null;
   folderId: string;
-  /** `none`: not asked for this content yet (or its record was deleted since). */
+  /** `none`: no job asked for (or its snapshot was deleted since, or the folder changed while it ran). */
   status: 'none' | 'running' | 'complete';
   progress: SnapshotProgress | null;
   snapshot: SnapshotRecord | null;
 }
 
-async function ownFolderTree(deps: SnapshotDeps, userId: string, folderId: string) {
+async function ownFolder(deps: SnapshotDeps, userId: string, folderId: string) {
   const folder = await deps.db.folders.findForUser(userId, folderId);
   if (!folder) throw new NotFound('folder');
-  return listTree(deps.db, userId, folderId);
+  return folder;
 }
 
 /** Where the job for the folder's current content stands. */
@@ -53,18 +53,24 @@ async function jobFor(deps: SnapshotDeps, userId: string, folderId: string, dige
 
 /** Snapshots the folder as it is now, or finds the job (or snapshot) that does. */
 export async function startSnapshot(deps: SnapshotDeps, userId: string, folderId: string): Promise<SnapshotJobView> {
-  const tree = await ownFolderTree(deps, userId, folderId);
+  const folder = await ownFolder(deps, userId, folderId);
+  const tree = await listTree(deps.db, userId, folderId);
   const found = await jobFor(deps, userId, folderId, tree.digest);
-  if (found.status !== 'none') return found;
-  // A running job with this ID is kept; one that ended is started afresh.
-  await deps.jobs.start(snapshotJob, { userId, folderId, digest: tree.digest });
-  return { ...found, status: 'running', progress: { linked: 0, total: tree.files.length } };
+  if (found.status === 'none') {
+    // The job reads the listing made here instead of listing again. A running job with this
+    // ID is kept; one that ended is started afresh.
+    await deps.db.snapshotListings.save(folderId, tree);
+    await deps.jobs.start(snapshotJob, { userId, folderId, digest: tree.digest });
+  }
+  if (folder.snapshotDigest !== tree.digest) await deps.db.folders.setSnapshotDigest(folderId, tree.digest);
+  return found.status === 'none' ? { ...found, status: 'running', progress: { linked: 0, total: tree.files.length } } : found;
 }
 
-/** The snapshot job of the folder's current content, without starting one. */
+/** Where the job last asked for stands: the folder's record names it, so nothing is listed. */
 export async function snapshotStatus(deps: SnapshotDeps, userId: string, folderId: string): Promise<SnapshotJobView> {
-  const tree = await ownFolderTree(deps, userId, folderId);
-  return jobFor(deps, userId, folderId, tree.digest);
+  const folder = await ownFolder(deps, userId, folderId);
+  if (!folder.snapshotDigest) return { id: null, folderId, status: 'none', progress: null, snapshot: null };
+  return jobFor(deps, userId, folderId, folder.snapshotDigest);
 }
 
 /** The folder's snapshots, newest first. */

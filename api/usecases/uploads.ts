@@ -11,7 +11,7 @@ import { parseCid } from '../../infra/cid.js';
 import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import type { FileRecord } from '../../infra/db/files.js';
-import { addStream, contentSize, importCarStream, KuboAddError } from '../../infra/kubo.js';
+import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
 import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, Unavailable } from './errors.js';
@@ -32,6 +32,8 @@ export interface AddedContent {
   cid: CID;
   /** Bytes received. */
   bytes: number;
+  /** The cumulative size of the file's blocks (Kubo's answer to an add); a CAR's is read at record. */
+  dagSize: number | null;
   car: boolean;
 }
 
@@ -76,8 +78,8 @@ export async function beginUpload(deps: UploadDeps, caller: Caller, options: { d
       input.on('error', (err) => counted.destroy(err));
       input.pipe(counted);
       try {
-        const cid = car ? await importCar(deps, counted, signal) : await addFile(deps, counted, signal);
-        return { cid, bytes, car };
+        if (car) return { cid: await importCar(deps, counted, signal), bytes, dagSize: null, car };
+        return { ...(await addFile(deps, counted, signal)), bytes, car };
       } catch (err) {
         // Kubo reports the aborted body as its own error; the limit is the real cause.
         throw overLimit ?? kuboFailure(err);
@@ -87,8 +89,8 @@ export async function beginUpload(deps: UploadDeps, caller: Caller, options: { d
     async record(added, describe) {
       try {
         const details = describe();
-        const size = added.car ? await carSize(deps, added.cid) : added.bytes;
-        return await recordFile(deps, caller, { cid: added.cid, size }, details);
+        const sizes = added.car ? await carSizes(deps, added.cid) : { size: added.bytes, dagSize: added.dagSize };
+        return await recordFile(deps, caller, { cid: added.cid, ...sizes }, details);
       } catch (err) {
         if (added.car) await dropCarRoot(deps, added.cid);
         throw err;
@@ -97,9 +99,10 @@ export async function beginUpload(deps: UploadDeps, caller: Caller, options: { d
   };
 }
 
-async function addFile(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<CID> {
+async function addFile(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<{ cid: CID; dagSize: number }> {
   // The profile's flags explicitly, and no pin (see the top of this file).
-  return CID.parse(await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal));
+  const added = await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal);
+  return { cid: CID.parse(added.cid), dagSize: added.dagSize };
 }
 
 /** Imports a CAR; its single root becomes the file. Kubo reports roots only when it pins them. */
@@ -116,10 +119,10 @@ async function importCar(deps: UploadDeps, source: Readable, signal?: AbortSigna
   return CID.parse(roots[0]!);
 }
 
-/** A CAR's DAG size, as Kubo has it: what the file counts against the quota. */
-async function carSize(deps: UploadDeps, root: CID): Promise<number> {
+/** A CAR's content size, as Kubo has it (what the file counts against the quota), and its DAG size. */
+async function carSizes(deps: UploadDeps, root: CID): Promise<{ size: number; dagSize: number }> {
   try {
-    return await contentSize(deps.kubo, root.toString());
+    return await contentSizes(deps.kubo, root.toString());
   } catch (err) {
     throw kuboFailure(err);
   }
@@ -138,7 +141,12 @@ async function dropCarRoot(deps: UploadDeps, root: CID): Promise<void> {
  * again replaces the record and counts its size once: the reservation is the difference from
  * the record as read, corrected by the record the upsert actually replaced.
  */
-async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; size: number }, details: FileDetails): Promise<FileRecord> {
+async function recordFile(
+  deps: UploadDeps,
+  caller: Caller,
+  added: { cid: CID; size: number; dagSize: number | null },
+  details: FileDetails,
+): Promise<FileRecord> {
   const cid = parseCid(added.cid.toString());
   const { user, plan } = caller;
   if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
@@ -158,6 +166,7 @@ async function recordFile(deps: UploadDeps, caller: Caller, added: { cid: CID; s
       name: details.name ?? cid.v1,
       description: details.description ?? null,
       size: added.size,
+      dagSize: added.dagSize,
       mimeType: details.mimeType,
       folderId: details.folderId ?? null,
       metadata: details.metadata ?? {},

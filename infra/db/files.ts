@@ -16,6 +16,9 @@ export interface FileRecord {
   name: string;
   description: string | null;
   size: number;
+  /** The cumulative size of the content's blocks, linking it into a snapshot's directory
+   * (infra/unixfs.ts); null for records from before it was kept. */
+  dagSize?: number | null;
   mimeType: string;
   folderId: string | null;
   metadata: Record<string, string>;
@@ -32,6 +35,7 @@ const schema = new Schema<FileRecord>(
     name: { type: String, required: true },
     description: { type: String, default: null },
     size: { type: Number, required: true },
+    dagSize: { type: Number, default: null },
     mimeType: { type: String, required: true },
     folderId: { type: String, default: null },
     metadata: { type: Schema.Types.Mixed, default: {} },

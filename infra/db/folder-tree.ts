@@ -9,12 +9,14 @@
 import crypto from 'node:crypto';
 import type { FileRecord, FileStore } from './files.js';
 import type { FolderRecord, FolderStore } from './folders.js';
+import { LIST_QUERIES } from '../constants.js';
 
 export interface TreeListing {
   /** Subdirectories, relative to the folder, every parent before its children. */
   dirs: string[];
   /** Files with their paths relative to the folder, in a fixed order. */
-  files: { path: string; cid: string; size: number }[];
+  /** `dagSize`: the cumulative size of the file's blocks, when its record has it. */
+  files: { path: string; cid: string; size: number; dagSize: number | null }[];
   totalSize: number;
   /** sha-256 of the listing, hex, 32 characters: names the snapshot job of this content. */
   digest: string;
@@ -38,10 +40,27 @@ function unique(name: string, taken: Set<string>): string {
 /** Byte order of UTF-8, as UnixFS orders directory entries. */
 const byBytes = (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b));
 
+/**
+ * The files of `folders`, read by up to LIST_QUERIES queries at once over groups of folders
+ * of about equal file counts: FerretDB decodes the documents of one query on one core, and
+ * measured on 2 cores, 10,000 files in 100 folders took 0.65 s in one query, 0.42 s in four.
+ */
+async function filesIn(files: FileStore, userId: string, folders: FolderRecord[]): Promise<FileRecord[]> {
+  const groups = Array.from({ length: Math.min(LIST_QUERIES, folders.length) }, () => ({ ids: [] as string[], count: 0 }));
+  for (const folder of [...folders].sort((a, b) => (b.fileCount ?? 0) - (a.fileCount ?? 0))) {
+    const least = groups.reduce((min, g) => (g.count < min.count ? g : min));
+    least.ids.push(folder._id);
+    least.count += (folder.fileCount ?? 0) + 1;
+  }
+  return (await Promise.all(groups.map((g) => files.inFolders(userId, g.ids)))).flat();
+}
+
 export async function listTree(db: { folders: FolderStore; files: FileStore }, userId: string, folderId: string): Promise<TreeListing> {
   // Two queries whatever the tree's shape: the user's folders, then the files of the subtree.
   const children = new Map<string, FolderRecord[]>();
+  const byId = new Map<string, FolderRecord>();
   for (const folder of await db.folders.allForUser(userId)) {
+    byId.set(folder._id, folder);
     if (folder.parentFolderId === null) continue;
     children.set(folder.parentFolderId, [...(children.get(folder.parentFolderId) ?? []), folder]);
   }
@@ -55,9 +74,10 @@ export async function listTree(db: { folders: FolderStore; files: FileStore }, u
     }
   }
   const filesOf = new Map<string, FileRecord[]>();
-  for (const file of await db.files.inFolders(
+  for (const file of await filesIn(
+    db.files,
     userId,
-    subtree.map((f) => f.id),
+    subtree.map((f) => byId.get(f.id)!),
   )) {
     filesOf.set(file.folderId!, [...(filesOf.get(file.folderId!) ?? []), file]);
   }
@@ -71,7 +91,7 @@ export async function listTree(db: { folders: FolderStore; files: FileStore }, u
     for (const file of ordered) {
       const name = unique(safeName(file.name), taken);
       taken.add(name);
-      files.push({ path: path ? `${path}/${name}` : name, cid: file.cid, size: file.size });
+      files.push({ path: path ? `${path}/${name}` : name, cid: file.cid, size: file.size, dagSize: file.dagSize ?? null });
     }
   }
   const digest = crypto

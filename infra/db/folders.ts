@@ -15,6 +15,9 @@ export interface FolderRecord {
   /** Files directly in the folder, counted as they come and go (usecases/folders.ts
    * fileMoved). Absent on folders made before it was counted: those count at each read. */
   fileCount?: number;
+  /** The listing digest of the snapshot job last asked for (usecases/snapshots.ts), so its
+   * status is found without listing the folder again. */
+  snapshotDigest?: string;
   createdAt: number;
   updatedAt: number;
 }
@@ -26,6 +29,7 @@ const schema = new Schema<FolderRecord>(
     name: { type: String, required: true },
     parentFolderId: { type: String, default: null },
     fileCount: { type: Number },
+    snapshotDigest: { type: String },
     createdAt: { type: Number, required: true },
     updatedAt: { type: Number, required: true },
   },
@@ -81,6 +85,11 @@ export function createFolderStore(conn: Connection) {
      * counting, or one deleted meanwhile, is left alone). */
     async adjustFileCount(folderId: string, delta: number): Promise<void> {
       await Folders.updateOne({ _id: folderId, fileCount: { $exists: true } }, { $inc: { fileCount: delta } }).exec();
+    },
+
+    /** Remembers the snapshot job last asked for. */
+    async setSnapshotDigest(folderId: string, digest: string): Promise<void> {
+      await Folders.updateOne({ _id: folderId }, { $set: { snapshotDigest: digest } }).exec();
     },
 
     /** Every folder of the user, for walking a tree in memory with one query. */

@@ -11,6 +11,7 @@ import { createHolds } from './holds.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
+import { createSnapshotListingStore } from './snapshot-listings.js';
 import { createSnapshotStore } from './snapshots.js';
 import { createUsageStore } from './usage.js';
 import { createUserStore } from './users.js';
@@ -31,6 +32,7 @@ export async function openDatabase(uri: string) {
   const folders = createFolderStore(connection);
   const cors = createCorsStore(connection);
   const snapshots = createSnapshotStore(connection);
+  const snapshotListings = createSnapshotListingStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder, snapshots.holder]);
   // Storage use is counted (usage.ts); the records are summed only once per user from before
@@ -54,6 +56,7 @@ export async function openDatabase(uri: string) {
     folders,
     cors,
     snapshots,
+    snapshotListings,
     usage,
     locks,
     async ping(): Promise<void> {

@@ -60,6 +60,10 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
     logDir: options.logDir,
     // FERRETDB_* variables would set flags not named above (e.g. a Unix socket listener).
     dropEnv: ['FERRETDB_'],
+    // Reading documents allocates much and keeps little: with the collector run at 4 times the
+    // live heap instead of 2, a 10,000-document read took 0.55 s instead of 0.7 s (the heap
+    // here stays under 100 MB). A GOGC of the caller's wins.
+    env: { GOGC: process.env.GOGC ?? '400' },
     onSpawn: options.onSpawn,
   });
   const uri = `mongodb://127.0.0.1:${options.port}/stupa`;
