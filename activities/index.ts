@@ -8,6 +8,7 @@ import type { Jobs } from '../infra/temporal/jobs.js';
 import type { Kubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createHoldActivities } from './holds.js';
+import { createIpnsActivities } from './ipns.js';
 import { createPinActivities } from './pins.js';
 import { createSnapshotActivities } from './snapshots.js';
 
@@ -21,7 +22,12 @@ export interface ActivityDeps {
 }
 
 export function createActivities(deps: ActivityDeps) {
-  return { ...createPinActivities(deps), ...createHoldActivities(deps), ...createSnapshotActivities(deps) };
+  return {
+    ...createPinActivities(deps),
+    ...createHoldActivities(deps),
+    ...createSnapshotActivities(deps),
+    ...createIpnsActivities(deps),
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

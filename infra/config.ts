@@ -19,6 +19,7 @@ export interface Config {
   kubo: { apiUrl: string };
   cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
   pins: { timeoutMs: number };
+  ipns: { republishEveryMs: number };
   uploads: { jsonLimit: string };
   /** Where the `uris.gateway` links of uploads point. */
   gatewayUrl: string;
@@ -49,6 +50,7 @@ const envSchema = z.object({
   JSON_BODY_LIMIT: bodyLimit.default(C.DEFAULT_JSON_BODY_LIMIT),
   UPLOAD_JSON_LIMIT: bodyLimit.default(C.DEFAULT_UPLOAD_JSON_LIMIT),
   PIN_TIMEOUT: duration.prefault(C.DEFAULT_PIN_TIMEOUT),
+  IPNS_REPUBLISH_INTERVAL: duration.prefault(C.DEFAULT_IPNS_REPUBLISH_INTERVAL),
   CLUSTER_REPLICATION_MIN: replication.default(-1),
   CLUSTER_REPLICATION_MAX: replication.default(-1),
   GATEWAY_URL: url.optional(),
@@ -173,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     kubo: { apiUrl: endpoint('kubo') },
     cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
     pins: { timeoutMs: e.PIN_TIMEOUT },
+    ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
     gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),
     masterKey,

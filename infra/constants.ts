@@ -9,6 +9,8 @@ export const DEFAULT_JSON_BODY_LIMIT = '1mb';
 export const DEFAULT_UPLOAD_JSON_LIMIT = '10mb';
 /** A pin whose content is not fetched within this ends `failed` with reason TIMEOUT. */
 export const DEFAULT_PIN_TIMEOUT = '24h';
+/** Every IPNS name's current record is signed and stored again this often (records are valid 48 h). */
+export const DEFAULT_IPNS_REPUBLISH_INTERVAL = '4h';
 export const DEFAULT_GATEWAY_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -68,6 +70,14 @@ export const UNIXFS_ADD_OPTIONS = {
  * larger than this many bytes becomes a HAMT of this fanout. */
 export const HAMT_THRESHOLD_BYTES = 262_144;
 export const HAMT_FANOUT = 256;
+/** IPNS records (infra/ipns.ts): valid 48 h from signing, cached by resolvers for 5 min. */
+export const IPNS_RECORD_VALIDITY_MS = 48 * 60 * 60 * 1000;
+export const IPNS_RECORD_TTL_MS = 5 * 60 * 1000;
+/** Resolving a name this service does not hold, through Kubo. */
+export const IPNS_RESOLVE_TIMEOUT_MS = 5_000;
+/** A DNSLink check's DNS lookup. */
+export const DNSLINK_TIMEOUT_MS = 2_000;
+
 /** Queries at once reading the files of a folder tree (infra/db/folder-tree.ts). */
 export const LIST_QUERIES = 4;
 /** A snapshot's listing is kept for its job (infra/db/snapshot-listings.ts) when it deflates

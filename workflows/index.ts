@@ -5,3 +5,4 @@ export { pinWorkflow } from './pins.js';
 export { syncCidWorkflow } from './holds.js';
 export { snapshotWorkflow } from './snapshots.js';
 export { sweepWorkflow } from './sweep.js';
+export { ipnsNameWorkflow } from './ipns.js';

@@ -20,6 +20,7 @@ import { healthRoutes } from './health.js';
 import { guard } from './http/auth.js';
 import { createMetrics } from './http/metrics.js';
 import { resource } from './http/routing.js';
+import { ipnsRoutes } from './ipns.js';
 import { pinRoutes } from './pins.js';
 import { uploadRoutes } from './uploads/routes.js';
 
@@ -75,6 +76,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(fileRoutes(deps, options));
   app.use(pinRoutes(deps, options));
   app.use(folderRoutes(deps, options));
+  app.use(ipnsRoutes(deps, options));
   app.use(corsRoutes(deps, options));
 
   app.use(notFoundHandler);

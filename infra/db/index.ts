@@ -8,6 +8,8 @@ import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
 import { createHoldChangeStore } from './hold-changes.js';
 import { createHolds } from './holds.js';
+import { createCounterStore } from './counters.js';
+import { createIpnsNameStore } from './ipns-names.js';
 import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
@@ -33,8 +35,10 @@ export async function openDatabase(uri: string) {
   const cors = createCorsStore(connection);
   const snapshots = createSnapshotStore(connection);
   const snapshotListings = createSnapshotListingStore(connection);
+  const ipnsNames = createIpnsNameStore(connection);
+  const counters = createCounterStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
-  const holds = createHolds([pins.holder, files.holder, snapshots.holder]);
+  const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder]);
   // Storage use is counted (usage.ts); the records are summed only once per user from before
   // counters existed.
   const usage = createUsageStore(connection, async (userId) => {
@@ -57,6 +61,8 @@ export async function openDatabase(uri: string) {
     cors,
     snapshots,
     snapshotListings,
+    ipnsNames,
+    counters,
     usage,
     locks,
     async ping(): Promise<void> {

@@ -82,10 +82,14 @@ function localSettings(ports: KuboPorts): Record<string, unknown> {
     'Discovery.MDNS.Enabled': false,
     // AutoConf fetches bootstrap peers, resolvers and routers from the internet at start.
     'AutoConf.Enabled': false,
-    // No DHT and no delegated HTTP routers: nothing is looked up or announced outside.
-    // Bitswap still asks the peers the node is connected to, which is how blocks arrive
-    // from a peer added with `ipfs swarm connect` (tests/stack.test.ts checks it).
-    'Routing.Type': 'none',
+    // The DHT, with no bootstrap peers: only its local-network half has peers (loopback ones
+    // the node is connected to), so nothing is looked up or announced outside. It stores the
+    // IPNS records the service puts and serves them to connected peers; with 'none', Kubo
+    // answered a `routing put` 200 and stored nothing (measured). Content is not announced
+    // (Provide.Enabled): bitswap asks the peers the node is connected to, which is how blocks
+    // arrive from a peer added with `ipfs swarm connect` (tests/stack.test.ts checks it).
+    'Routing.Type': 'dht',
+    'Provide.Enabled': false,
     // Kubo's telemetry plugin reports to telemetry.ipshipyard.dev unless told off.
     'Plugins.Plugins.telemetry.Config.Mode': 'off',
   };

@@ -6,7 +6,7 @@
 // each other's types: the workflow sandbox may load them, and infra/ never imports workflows/.
 
 /** The Keyword search attributes the service sets; the local stack registers each of them. */
-export const SEARCH_ATTRIBUTES = ['Cid', 'UserId', 'FolderId'] as const;
+export const SEARCH_ATTRIBUTES = ['Cid', 'UserId', 'FolderId', 'IpnsName'] as const;
 export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
 
 export interface JobContract<Input extends Key, Key = Input> {
@@ -36,6 +36,9 @@ export interface Jobs {
   /** The job's latest run: running, its result once completed, or none (never started, or
    * failed, cancelled or terminated: a job to start again). */
   state<K, I extends K>(job: JobContract<I, K>, key: K): Promise<JobState>;
+  /** Sends the job for `input` an update, starting the job first if it does not run, and
+   * answers the update's result (its failure is thrown). */
+  updateWithStart<K, I extends K, A extends unknown[], R>(job: JobContract<I, K>, input: I, update: string, args: A): Promise<R>;
   /** Asks the running job a query. */
   query<K, I extends K, R>(job: JobContract<I, K>, key: K, query: string): Promise<R>;
 }

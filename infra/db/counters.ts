@@ -1,0 +1,51 @@
+// Counters under a limit: names per account, publishes per account and month. Taking one is
+// a single conditional update (`n` below the limit, then +1), so concurrent requests never
+// together pass the limit; a counter that does not exist yet is created at 0 first.
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { isDuplicateKey } from './errors.js';
+
+interface CounterRecord {
+  /** What is counted, e.g. `ipns-names:<userId>`. */
+  _id: string;
+  n: number;
+}
+
+const schema = new Schema<CounterRecord>(
+  { _id: { type: String, required: true }, n: { type: Number, required: true } },
+  { versionKey: false },
+);
+
+export function createCounterStore(conn: Connection) {
+  const Counters: Model<CounterRecord> = conn.model<CounterRecord>('Counter', schema, 'counters');
+  const attempt = (key: string, limit: number) =>
+    Counters.findOneAndUpdate({ _id: key, n: { $lt: limit } }, { $inc: { n: 1 } })
+      .lean()
+      .exec();
+  return {
+    model: Counters,
+
+    /** Counts one more unless that would pass `limit`; false when at the limit. */
+    async take(key: string, limit: number): Promise<boolean> {
+      if (await attempt(key, limit)) return true;
+      try {
+        await Counters.create({ _id: key, n: 0 });
+      } catch (err) {
+        // It exists: at the limit, or made a moment ago by a concurrent take.
+        if (!isDuplicateKey(err)) throw err;
+      }
+      return (await attempt(key, limit)) !== null;
+    },
+
+    /** Counts one fewer (what was taken and not used, or a deleted name). */
+    async give(key: string): Promise<void> {
+      await Counters.updateOne({ _id: key, n: { $gt: 0 } }, { $inc: { n: -1 } }).exec();
+    },
+
+    async get(key: string): Promise<number> {
+      return (await Counters.findById(key).lean<CounterRecord>().exec())?.n ?? 0;
+    },
+  };
+}
+
+export type CounterStore = ReturnType<typeof createCounterStore>;

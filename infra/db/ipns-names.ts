@@ -1,0 +1,154 @@
+// IPNS names: the key (sealed), the target and the sequence of the current record, and how
+// republishing goes. A name holds its target (infra/db/holds.ts) while it points at it.
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { isDuplicateKey } from './errors.js';
+import type { HolderKind } from './holds.js';
+
+export interface IpnsNameRecord {
+  /** The name, `k51…` (base36 CIDv1 of the libp2p key). */
+  _id: string;
+  userId: string;
+  keyName: string;
+  /** The Ed25519 private key (protobuf, base64) sealed under the master key (infra/secrets.ts). */
+  sealedKey: string;
+  /** The target of the current record, CIDv1; null until the first publish. */
+  cid: string | null;
+  multihash: string | null;
+  /** The current record's sequence; 0 before the first publish. */
+  sequence: number;
+  lastPublishedAt: number | null;
+  /** The month (UTC, `YYYY-MM`) `publishCount` counts. */
+  publishMonth: string | null;
+  publishCount: number;
+  /** When the current record was last signed and stored again. */
+  lastRepublishedAt: number | null;
+  /** Set while republishing fails, from the first failure; null when it works. */
+  republishFailingSince: number | null;
+  lastRepublishError: string | null;
+  createdAt: number;
+}
+
+const schema = new Schema<IpnsNameRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    keyName: { type: String, required: true },
+    sealedKey: { type: String, required: true },
+    cid: { type: String, default: null },
+    multihash: { type: String, default: null },
+    sequence: { type: Number, required: true },
+    lastPublishedAt: { type: Number, default: null },
+    publishMonth: { type: String, default: null },
+    publishCount: { type: Number, required: true },
+    lastRepublishedAt: { type: Number, default: null },
+    republishFailingSince: { type: Number, default: null },
+    lastRepublishError: { type: String, default: null },
+    createdAt: { type: Number, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+// Key names are unique per user: a second create with the name fails atomically.
+schema.index({ userId: 1, keyName: 1 }, { unique: true });
+schema.index({ userId: 1, createdAt: 1 });
+schema.index({ multihash: 1 });
+
+export function createIpnsNameStore(conn: Connection) {
+  const Names: Model<IpnsNameRecord> = conn.model<IpnsNameRecord>('IpnsName', schema, 'ipns_names');
+
+  /** A name holds its current target. */
+  const holder: HolderKind = {
+    kind: 'ipns',
+    async holdersOf(multihash) {
+      const rows = await Names.find({ multihash }, { cid: 1 }).lean<Pick<IpnsNameRecord, '_id' | 'cid'>[]>().exec();
+      return rows.map((r) => ({ id: r._id, cid: r.cid!, origins: [] }));
+    },
+    async holds(key) {
+      const row = await Names.findById(key, { cid: 1 }).lean<Pick<IpnsNameRecord, 'cid'>>().exec();
+      return row?.cid ? { cid: row.cid, origins: [] } : null;
+    },
+    heldContent: async () =>
+      (
+        await Names.find({ multihash: { $ne: null } }, { multihash: 1, cid: 1 })
+          .lean<{ multihash: string; cid: string }[]>()
+          .exec()
+      ).map((r) => ({
+        multihash: r.multihash,
+        cid: r.cid,
+      })),
+  };
+
+  return {
+    model: Names,
+    holder,
+
+    /** Inserts the name; false when the user has a name with this key name. */
+    async insert(name: IpnsNameRecord): Promise<boolean> {
+      try {
+        await Names.create(name);
+        return true;
+      } catch (err) {
+        if (isDuplicateKey(err)) return false;
+        throw err;
+      }
+    },
+
+    get: (ipnsName: string) => Names.findById(ipnsName).lean<IpnsNameRecord>().exec(),
+
+    /** The user's names, oldest first (the contract's list is an array; a plan allows few). */
+    listForUser: (userId: string) => Names.find({ userId }).sort({ createdAt: 1 }).lean<IpnsNameRecord[]>().exec(),
+
+    /**
+     * Points the name at a new target under the next sequence, one atomic update; returns the
+     * record as it is now, or null when the name is gone. The previous target is released.
+     */
+    async advance(
+      ipnsName: string,
+      target: { cid: string; multihash: string },
+      at: number,
+    ): Promise<{ now: IpnsNameRecord; previous: IpnsNameRecord } | null> {
+      const previous = await Names.findOneAndUpdate(
+        { _id: ipnsName },
+        { $inc: { sequence: 1 }, $set: { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at } },
+        { returnDocument: 'before' },
+      )
+        .lean<IpnsNameRecord>()
+        .exec();
+      if (!previous) return null;
+      await countPublish(ipnsName, at);
+      const now = await Names.findById(ipnsName).lean<IpnsNameRecord>().exec();
+      return now ? { now, previous } : null;
+    },
+
+    /** Notes how the last republish went. */
+    async republished(ipnsName: string, outcome: { at: number } | { error: string; at: number }): Promise<void> {
+      if ('error' in outcome) {
+        await Names.updateOne({ _id: ipnsName, republishFailingSince: null }, { $set: { republishFailingSince: outcome.at } }).exec();
+        await Names.updateOne({ _id: ipnsName }, { $set: { lastRepublishError: outcome.error.slice(0, 500) } }).exec();
+      } else {
+        await Names.updateOne(
+          { _id: ipnsName },
+          { $set: { lastRepublishedAt: outcome.at, republishFailingSince: null, lastRepublishError: null } },
+        ).exec();
+      }
+    },
+
+    /** Deletes the name (and its key); the record as it was, or null when already gone. */
+    remove: (ipnsName: string) => Names.findOneAndDelete({ _id: ipnsName }).lean<IpnsNameRecord>().exec(),
+  };
+
+  /** The name's publishes of the month: counted in the month's field, restarted in a new month. */
+  async function countPublish(ipnsName: string, at: number): Promise<void> {
+    const month = new Date(at).toISOString().slice(0, 7);
+    for (let i = 0; i < 3; i++) {
+      if ((await Names.updateOne({ _id: ipnsName, publishMonth: month }, { $inc: { publishCount: 1 } }).exec()).matchedCount > 0) return;
+      const restarted = await Names.updateOne(
+        { _id: ipnsName, publishMonth: { $ne: month } },
+        { $set: { publishMonth: month, publishCount: 1 } },
+      ).exec();
+      if (restarted.matchedCount > 0) return;
+    }
+  }
+}
+
+export type IpnsNameStore = ReturnType<typeof createIpnsNameStore>;

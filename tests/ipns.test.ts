@@ -1,0 +1,226 @@
+// IPNS names on the real stack: keys and tenancy, plan limits of both variants, publish
+// (records signed by the service, stored in Kubo and read back from it), resolve, the target
+// held like a pin, republishing on a short interval, delete stopping the job, DNSLink.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { multiaddr } from '@multiformats/multiaddr';
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid } from '../infra/cid.js';
+import { readIpnsRecord } from '../infra/ipns.js';
+import { createKubo } from '../infra/kubo.js';
+import { startKubo } from '../infra/stack/kubo.js';
+import { freePorts } from '../infra/stack/ports.js';
+import { ipnsJob, STATUS_QUERY, type IpnsJobStatus } from '../infra/temporal/contracts/ipns.js';
+import { bytes, kubo, MiB, multipart, postStream } from './support/content.js';
+import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+// The API and the worker share the master key: the worker unseals the keys the API made.
+const env = {
+  TEMPORAL_TASK_QUEUE: testTaskQueue(),
+  MASTER_KEY: crypto.randomBytes(32).toString('hex'),
+  IPNS_REPUBLISH_INTERVAL: '2s',
+  PLANS_FILE: plansFile({ karma: { ipnsNames: 3, ipnsPublishesPerMonth: 6 } }),
+};
+let api: ApiServer;
+let worker: WorkerProcess;
+
+beforeAll(async () => {
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+const upload = async (user: TestUser, content: string) =>
+  (await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, name: `${content}.txt` } })).body.cid as string;
+const newName = async (user: TestUser, name: string) => call(api, 'POST', '/ipns/keys', { key: user.apiKey, body: { name } });
+const publish = (user: TestUser, ipnsName: string, cid: string) =>
+  call(api, 'POST', '/ipns/publish', { key: user.apiKey, body: { ipnsName, cid } });
+
+/** The record Kubo serves for the name. */
+async function recordInKubo(ipnsName: string) {
+  const res = await fetch(new URL(`/api/v0/routing/get?arg=/ipns/${ipnsName}`, api.deps.config.kubo.apiUrl), { method: 'POST' });
+  const text = await res.text();
+  const event = JSON.parse(text.trim().split('\n').pop()!) as { Extra?: string };
+  if (!event.Extra) throw new Error(`routing get answered ${res.status}: ${text.slice(0, 300)}`);
+  return readIpnsRecord(Buffer.from(event.Extra, 'base64'));
+}
+
+test('names: created with an Ed25519 key (k51…), unique per user, listed, another user gets 404; limits answer 402', async () => {
+  const user = await createUser(api, 'karma');
+  const created = await newName(user, 'site');
+  expect(created.status).toBe(201);
+  expect(created.body).toEqual({ ipnsName: expect.stringMatching(/^k51[a-z0-9]{59}$/), keyName: 'site', createdAt: expect.any(Number) });
+  const { ipnsName } = created.body;
+  expect(errorReason(await newName(user, 'site'))).toBe('IPNS_NAME_EXISTS');
+
+  const listed = await call(api, 'GET', '/ipns/keys', { key: user.apiKey });
+  expect(listed.body).toEqual([
+    {
+      ipnsName,
+      keyName: 'site',
+      currentCid: null,
+      sequence: 0,
+      lastPublishedAt: null,
+      publishCountMonth: 0,
+      status: 'unpublished',
+      lastRepublishedAt: null,
+      createdAt: created.body.createdAt,
+    },
+  ]);
+  // The job of the name runs, findable by the name.
+  const description = await api.deps.temporal.client.workflow.getHandle(ipnsJob.workflowId({ ipnsName })).describe();
+  expect(description.status.name).toBe('RUNNING');
+
+  const other = await createUser(api, 'karma');
+  const cid = await upload(other, 'not yours');
+  expect(errorReason(await call(api, 'GET', `/ipns/keys/${ipnsName}`, { key: other.apiKey }))).toBe('NOT_FOUND');
+  expect((await publish(other, ipnsName, cid)).status).toBe(404);
+  expect((await call(api, 'DELETE', `/ipns/keys/${ipnsName}`, { key: other.apiKey })).status).toBe(404);
+  expect(errorReason(await call(api, 'GET', '/ipns/keys/not-a-name', { key: user.apiKey }))).toBe('INVALID_IPNS_NAME');
+
+  // karma allows 3 here; the free plan of variant A has none.
+  expect((await newName(user, 'two')).status).toBe(201);
+  expect((await newName(user, 'three')).status).toBe(201);
+  expect(errorReason(await newName(user, 'four'))).toBe('IPNS_NAME_LIMIT');
+  const free = await createUser(api, 'dharma');
+  const refused = await newName(free, 'x');
+  expect(refused.status).toBe(402);
+  expect(errorReason(refused)).toBe('IPNS_NAME_LIMIT');
+  // Deleting one makes room again.
+  expect((await call(api, 'DELETE', `/ipns/keys/${ipnsName}`, { key: user.apiKey })).body).toEqual({ success: true });
+  expect((await newName(user, 'four')).status).toBe(201);
+}, 60_000);
+
+test('publish: the signed record is in Kubo with the next sequence; resolve answers it; the target is held; the month limit is 402', async () => {
+  const user = await createUser(api, 'karma');
+  const { ipnsName } = (await newName(user, 'pub')).body;
+  const first = await upload(user, 'first target');
+  // More than one chunk: a dag-pb root, which has a CIDv0 form too.
+  const form = multipart({}, { name: 'two-chunks.bin', source: bytes(MiB + 1, 'ipns') });
+  const second = (await postStream(`${api.url}/upload/new`, user.apiKey, form.contentType, form.body)).body.cid as string;
+
+  const published = await publish(user, ipnsName, first);
+  expect(published.body).toEqual({ ipnsName, cid: first, published: true, sequence: 1, publishedAt: expect.any(Number) });
+  expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 1 });
+  // Kubo resolves it too (its cache skipped).
+  const resolvedByKubo: string[] = [];
+  for await (const p of kubo().name.resolve(`/ipns/${ipnsName}`, { nocache: true })) resolvedByKubo.push(p);
+  expect(resolvedByKubo).toEqual([`/ipfs/${first}`]);
+
+  // A CIDv0 is taken, and stored as its CIDv1.
+  const v0 = parseCid(second).cid.toV0().toString();
+  expect((await publish(user, ipnsName, v0)).body).toMatchObject({ cid: second, sequence: 2 });
+  expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${second}`, sequence: 2 });
+  expect((await call(api, 'GET', `/ipns/resolve/${ipnsName}`, { key: user.apiKey })).body).toEqual({ ipnsName, cid: second, sequence: 2 });
+  // Any user resolves any name.
+  const stranger = await createUser(api);
+  expect((await call(api, 'GET', `/ipns/resolve/${ipnsName}`, { key: stranger.apiKey })).body.cid).toBe(second);
+
+  // The name holds its current target, as a pin does; not its previous one.
+  expect((await api.deps.db.holds.of(parseCid(second).multihash)).holders).toContain(`ipns:${ipnsName}`);
+  expect((await api.deps.db.holds.of(parseCid(first).multihash)).holders).not.toContain(`ipns:${ipnsName}`);
+
+  const listed = (await call(api, 'GET', '/ipns/keys', { key: user.apiKey })).body[0];
+  expect(listed).toMatchObject({ currentCid: second, sequence: 2, publishCountMonth: 2, status: 'active' });
+
+  // 6 publishes a month here: 4 more pass, the next is refused and stores nothing.
+  for (let i = 0; i < 4; i++) expect((await publish(user, ipnsName, first)).status).toBe(200);
+  const over = await publish(user, ipnsName, second);
+  expect(over.status).toBe(402);
+  expect(errorReason(over)).toBe('IPNS_PUBLISH_LIMIT');
+  expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 6 });
+
+  expect(errorReason(await publish(user, ipnsName, 'not-a-cid'))).toBe('INVALID_CID');
+}, 60_000);
+
+test("a second Kubo node, connected to the stack's over loopback, resolves a published name at once, and sees the next publish", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-ipns-kubo2-'));
+  const [apiPort, gateway, swarm] = (await freePorts(3)) as [number, number, number];
+  const second = await startKubo({
+    dataDir: path.join(dir, 'kubo'),
+    logDir: path.join(dir, 'logs'),
+    ports: { api: apiPort, gateway, swarm },
+    name: 'kubo-2',
+  });
+  try {
+    const other = createKubo(second.apiUrl);
+    await other.swarm.connect(multiaddr(process.env.STUPA_TEST_KUBO_SWARM_ADDRESS!));
+    const user = await createUser(api, 'karma');
+    const { ipnsName } = (await newName(user, 'network')).body;
+    const resolveThere = async () => {
+      const paths: string[] = [];
+      for await (const p of other.name.resolve(`/ipns/${ipnsName}`, { nocache: true })) paths.push(p);
+      return paths;
+    };
+    const first = await upload(user, 'seen elsewhere');
+    await publish(user, ipnsName, first);
+    const t = Date.now();
+    expect(await resolveThere()).toEqual([`/ipfs/${first}`]);
+    expect(Date.now() - t).toBeLessThan(2_000);
+    const next = await upload(user, 'seen elsewhere, next');
+    await publish(user, ipnsName, next);
+    expect(await resolveThere()).toEqual([`/ipfs/${next}`]);
+  } finally {
+    await second.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
+
+test('republish: the current record is signed again on the interval (same sequence, later validity); delete stops the job', async () => {
+  const user = await createUser(api, 'karma');
+  const { ipnsName } = (await newName(user, 'again')).body;
+  const cid = await upload(user, 'republished target');
+  await publish(user, ipnsName, cid);
+  const before = await recordInKubo(ipnsName);
+  const later = await eventually(
+    () => recordInKubo(ipnsName),
+    (r) => r.validity > before.validity,
+    20_000,
+    'a republished record',
+  );
+  expect(later).toMatchObject({ value: `/ipfs/${cid}`, sequence: before.sequence });
+  const handle = api.deps.temporal.client.workflow.getHandle(ipnsJob.workflowId({ ipnsName }));
+  const status = await handle.query<IpnsJobStatus>(STATUS_QUERY);
+  expect(status).toMatchObject({ paused: false, failingSince: null });
+  expect(status.republishes).toBeGreaterThan(0);
+  expect((await call(api, 'GET', `/ipns/keys/${ipnsName}`, { key: user.apiKey })).body.lastRepublishedAt).toBeGreaterThan(0);
+
+  expect((await call(api, 'DELETE', `/ipns/keys/${ipnsName}`, { key: user.apiKey })).status).toBe(200);
+  await handle.result();
+  expect((await handle.describe()).status.name).toBe('COMPLETED');
+  expect(await api.deps.db.ipnsNames.get(ipnsName)).toBeNull();
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).not.toContain(`ipns:${ipnsName}`);
+}, 60_000);
+
+test('resolve: a malformed name is 400; a name nobody published is 404 within the timeout', async () => {
+  const user = await createUser(api);
+  expect(errorReason(await call(api, 'GET', '/ipns/resolve/k51notaname', { key: user.apiKey }))).toBe('INVALID_IPNS_NAME');
+  const { ipnsName } = (await newName(await createUser(api, 'karma'), 'never')).body;
+  // Held here but never published: resolved through Kubo, which has no record either.
+  const t = Date.now();
+  const missing = await call(api, 'GET', `/ipns/resolve/${ipnsName}`, { key: user.apiKey });
+  expect(errorReason(missing)).toBe('NOT_FOUND');
+  expect(Date.now() - t).toBeLessThan(8_000);
+}, 30_000);
+
+test('DNSLink: the TXT record to create; verify says whether DNS has it, or that DNS could not be asked', async () => {
+  const user = await createUser(api, 'karma');
+  const { ipnsName } = (await newName(user, 'dns')).body;
+  const plain = await call(api, 'GET', `/ipns/keys/${ipnsName}/dnslink?domain=Example.com`, { key: user.apiKey });
+  expect(plain.body).toEqual({
+    domain: 'example.com',
+    record: { type: 'TXT', name: '_dnslink.example.com', value: `dnslink=/ipns/${ipnsName}` },
+  });
+  const verified = await call(api, 'GET', `/ipns/keys/${ipnsName}/dnslink?domain=example.com&verify=true`, { key: user.apiKey });
+  expect(verified.status).toBe(200);
+  // No DNS answer here has the record: false when DNS answered, null when it could not be asked.
+  expect([false, null]).toContain(verified.body.verified);
+  if (verified.body.verified === null) expect(verified.body.verifyError).toMatch(/DNS could not be asked/);
+  expect(errorReason(await call(api, 'GET', `/ipns/keys/${ipnsName}/dnslink?domain=not_a_domain`, { key: user.apiKey }))).toBe(
+    'INVALID_DOMAIN',
+  );
+}, 30_000);
