@@ -30,7 +30,7 @@ export function createIpnsActivities(deps: ActivityDeps) {
       const before = advanced.previous;
       if (before.multihash && before.cid && before.multihash !== target.multihash)
         await announceHoldChange(deps, before.multihash, before.cid);
-      return { ipnsName: input.ipnsName, cid: target.v1, sequence: advanced.now.sequence, publishedAt: at };
+      return { ipnsName: input.ipnsName, cid: target.v1, sequence: advanced.sequence, publishedAt: at };
     },
 
     /** Signs the record of this target and sequence and stores it in Kubo. */

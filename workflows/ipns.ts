@@ -94,13 +94,13 @@ export const ipnsNameWorkflow: IpnsNameWorkflow = async (input) => {
   for (let round = 0; !deleted && round < REPUBLISHES_PER_RUN;) {
     const wait = status.failingSince === null ? input.republishEveryMs : Math.min(input.republishEveryMs, REPUBLISH_RETRY_MS);
     status.nextRepublishAt = status.paused ? null : Date.now() + wait;
-    const woken = await condition(() => deleted || triggered || status.paused, status.paused ? undefined : wait);
+    await condition(() => deleted || triggered || status.paused, status.paused ? undefined : wait);
     if (deleted) break;
     if (status.paused && !triggered) {
       await condition(() => deleted || triggered || !status.paused);
       if (!triggered) continue;
     }
-    if (woken && !triggered) continue;
+    // Here the timer ran out, or a republish was asked for.
     triggered = false;
     const outcome = await exclusive(() => republishIpnsName({ ipnsName }));
     if (outcome === 'gone') break;

@@ -5,7 +5,7 @@
 import dns from 'node:dns/promises';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { DNSLINK_TIMEOUT_MS, IPNS_RECORD_VALIDITY_MS, IPNS_RESOLVE_TIMEOUT_MS } from '../../infra/constants.js';
-import type { IpnsNameRecord } from '../../infra/db/ipns-names.js';
+import { utcMonth, type IpnsNameRecord } from '../../infra/db/ipns-names.js';
 import { IpnsNameError, newIpnsKey, parseIpnsName, resolveThroughKubo } from '../../infra/ipns.js';
 import { DELETE_SIGNAL, ipnsJob, PUBLISH_UPDATE, type IpnsInput, type IpnsPublished } from '../../infra/temporal/contracts/ipns.js';
 import { cidInput, holdsChanged } from './content.js';
@@ -27,10 +27,10 @@ export interface IpnsNameView {
 }
 
 const namesKey = (userId: string) => `ipns-names:${userId}`;
-const publishesKey = (userId: string, at: number) => `ipns-publishes:${userId}:${new Date(at).toISOString().slice(0, 7)}`;
+const publishesKey = (userId: string, at: number) => `ipns-publishes:${userId}:${utcMonth(at)}`;
 
 function view(name: IpnsNameRecord, now = Date.now()): IpnsNameView {
-  const month = new Date(now).toISOString().slice(0, 7);
+  const month = utcMonth(now);
   let status: IpnsNameView['status'] = 'active';
   if (!name.cid) status = 'unpublished';
   else if ((name.lastRepublishedAt ?? name.lastPublishedAt ?? 0) + IPNS_RECORD_VALIDITY_MS < now) status = 'expired';

@@ -53,6 +53,9 @@ schema.index({ userId: 1, keyName: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: 1 });
 schema.index({ multihash: 1 });
 
+/** `YYYY-MM` of a time, in UTC: the month publishes count in. */
+export const utcMonth = (at: number): string => new Date(at).toISOString().slice(0, 7);
+
 export function createIpnsNameStore(conn: Connection) {
   const Names: Model<IpnsNameRecord> = conn.model<IpnsNameRecord>('IpnsName', schema, 'ipns_names');
 
@@ -99,14 +102,14 @@ export function createIpnsNameStore(conn: Connection) {
     listForUser: (userId: string) => Names.find({ userId }).sort({ createdAt: 1 }).lean<IpnsNameRecord[]>().exec(),
 
     /**
-     * Points the name at a new target under the next sequence, one atomic update; returns the
-     * record as it is now, or null when the name is gone. The previous target is released.
+     * Points the name at a new target under the next sequence, one atomic update; returns that
+     * sequence and the record before it, or null when the name is gone.
      */
     async advance(
       ipnsName: string,
       target: { cid: string; multihash: string },
       at: number,
-    ): Promise<{ now: IpnsNameRecord; previous: IpnsNameRecord } | null> {
+    ): Promise<{ sequence: number; previous: IpnsNameRecord } | null> {
       const previous = await Names.findOneAndUpdate(
         { _id: ipnsName },
         { $inc: { sequence: 1 }, $set: { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at } },
@@ -116,8 +119,8 @@ export function createIpnsNameStore(conn: Connection) {
         .exec();
       if (!previous) return null;
       await countPublish(ipnsName, at);
-      const now = await Names.findById(ipnsName).lean<IpnsNameRecord>().exec();
-      return now ? { now, previous } : null;
+      // The update was atomic, so the sequence it wrote is the one it read, plus one.
+      return { sequence: previous.sequence + 1, previous };
     },
 
     /** Notes how the last republish went. */
@@ -139,7 +142,7 @@ export function createIpnsNameStore(conn: Connection) {
 
   /** The name's publishes of the month: counted in the month's field, restarted in a new month. */
   async function countPublish(ipnsName: string, at: number): Promise<void> {
-    const month = new Date(at).toISOString().slice(0, 7);
+    const month = utcMonth(at);
     for (let i = 0; i < 3; i++) {
       if ((await Names.updateOne({ _id: ipnsName, publishMonth: month }, { $inc: { publishCount: 1 } }).exec()).matchedCount > 0) return;
       const restarted = await Names.updateOne(
