@@ -3,7 +3,7 @@
 // republish the current record.
 import { ApplicationFailure } from '@temporalio/activity';
 import { parseCid } from '../infra/cid.js';
-import { announceHoldChange } from '../infra/hold-sync.js';
+import { announceHoldChangeIfAlone } from '../infra/hold-sync.js';
 import { putIpnsRecord, signIpnsRecord, unsealIpnsKey } from '../infra/ipns.js';
 import type { IpnsPublished } from '../infra/temporal/contracts/ipns.js';
 import type { ActivityDeps } from './index.js';
@@ -26,10 +26,11 @@ export function createIpnsActivities(deps: ActivityDeps) {
       const at = Date.now();
       const advanced = await db.ipnsNames.advance(input.ipnsName, { cid: target.v1, multihash: target.multihash }, at);
       if (!advanced) throw gone(input.ipnsName);
-      await announceHoldChange(deps, target.multihash, target.v1, { kind: 'ipns', key: input.ipnsName });
+      const self = { kind: 'ipns', key: input.ipnsName };
       const before = advanced.previous;
+      if (before.multihash !== target.multihash) await announceHoldChangeIfAlone(deps, target.multihash, target.v1, self, 'added');
       if (before.multihash && before.cid && before.multihash !== target.multihash)
-        await announceHoldChange(deps, before.multihash, before.cid);
+        await announceHoldChangeIfAlone(deps, before.multihash, before.cid, self, 'removed');
       return { ipnsName: input.ipnsName, cid: target.v1, sequence: advanced.sequence, publishedAt: at };
     },
 

@@ -15,3 +15,25 @@ export async function announceHoldChange(
   await deps.db.holdChanges.append(multihash, cid);
   await requestSync(deps.jobs, multihash, cid, added);
 }
+
+/**
+ * For a holder kind with no origins (an IPNS name): announces the change only when it can
+ * change Cluster's pin, that is when no other record holds the content. Called after the change
+ * is written, so it is race-free by the order of writes and reads: of two records leaving the
+ * same content at once, each removes itself before it looks, so the later look sees neither and
+ * announces; a record added beside another one is seen by that one's later removal round,
+ * which then keeps the pin. Saves a sync workflow round per publish where the old and new
+ * targets are held otherwise (by their uploads), as they usually are.
+ */
+export async function announceHoldChangeIfAlone(
+  deps: { db: Pick<Database, 'holdChanges' | 'holds'>; jobs: Jobs },
+  multihash: string,
+  cid: string,
+  self: HolderRef,
+  change: 'added' | 'removed',
+): Promise<void> {
+  const me = `${self.kind}:${self.key}`;
+  const { holders } = await deps.db.holds.of(multihash);
+  if (holders.some((h) => h !== me)) return;
+  await announceHoldChange(deps, multihash, cid, change === 'added' ? self : undefined);
+}

@@ -13,9 +13,9 @@ import { createKubo } from '../infra/kubo.js';
 import { startKubo } from '../infra/stack/kubo.js';
 import { freePorts } from '../infra/stack/ports.js';
 import { ipnsJob, STATUS_QUERY, type IpnsJobStatus } from '../infra/temporal/contracts/ipns.js';
-import { bytes, kubo, MiB, multipart, postStream } from './support/content.js';
+import { bytes, cluster, kubo, MiB, multipart, postStream } from './support/content.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
-import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 // The API and the worker share the master key: the worker unseals the keys the API made.
 const env = {
@@ -135,6 +135,30 @@ test('publish: the signed record is in Kubo with the next sequence; resolve answ
   expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 6 });
 
   expect(errorReason(await publish(user, ipnsName, 'not-a-cid'))).toBe('INVALID_CID');
+}, 60_000);
+
+test('a target only the name holds is pinned in Cluster for it, and unpinned when the name moves on to content held otherwise', async () => {
+  const user = await createUser(api, 'karma');
+  const { ipnsName } = (await newName(user, 'alone')).body;
+  // Content in Kubo that no record of this service holds.
+  const added = await kubo().add(`only the name holds this ${ipnsName}`, { cidVersion: 1, rawLeaves: true, pin: false });
+  const lonely = added.cid.toString();
+  expect(await cluster().allocation(lonely)).toBeNull();
+  await publish(user, ipnsName, lonely);
+  await syncRoundsDone(api.deps.temporal.client, lonely);
+  expect((await cluster().allocation(lonely))?.metadata).toMatchObject({ service: 'stupa' });
+
+  // The next target is held by its upload too: the name's hold on it changes nothing in
+  // Cluster, while the first target loses its only holder and is unpinned.
+  const uploaded = await upload(user, `held by its upload ${ipnsName}`);
+  await syncRoundsDone(api.deps.temporal.client, uploaded);
+  await publish(user, ipnsName, uploaded);
+  await syncRoundsDone(api.deps.temporal.client, lonely);
+  expect(await cluster().allocation(lonely)).toBeNull();
+  expect((await cluster().allocation(uploaded))?.metadata).toMatchObject({ service: 'stupa' });
+  expect((await api.deps.db.holds.of(parseCid(uploaded).multihash)).holders).toEqual(
+    expect.arrayContaining([`ipns:${ipnsName}`, expect.stringMatching(/^file:/)]),
+  );
 }, 60_000);
 
 test("a second Kubo node, connected to the stack's over loopback, resolves a published name at once, and sees the next publish", async () => {

@@ -16,7 +16,14 @@ export const BENCH_PLAN = 'bench';
 /** The shipped variant A plus a `bench` plan whose storage and rate limits never bind. */
 export function writePlansFile(dir: string): string {
   const base = JSON.parse(fs.readFileSync(path.join(projectRoot, 'infra/plans/variant-a.json'), 'utf8'));
-  base.plans[BENCH_PLAN] = { ...base.plans.nirvana, label: 'Benchmark', storageMB: 10_000_000, requestsPerMinute: 10_000_000 };
+  base.plans[BENCH_PLAN] = {
+    ...base.plans.nirvana,
+    label: 'Benchmark',
+    storageMB: 10_000_000,
+    requestsPerMinute: 10_000_000,
+    ipnsNames: 10_000_000,
+    ipnsPublishesPerMonth: 10_000_000,
+  };
   const file = path.join(dir, 'plans.json');
   fs.writeFileSync(file, JSON.stringify(base, null, 2));
   return file;
@@ -52,6 +59,19 @@ export async function createBenchUser(env: Record<string, string>): Promise<{ us
   const user = JSON.parse(stdout) as { userId?: string; apiKey?: string };
   if (!user.userId || !user.apiKey) throw new Error(`admin CLI gave no user and key: ${stdout}`);
   return { userId: user.userId, apiKey: user.apiKey };
+}
+
+export const TICKS_PER_SECOND = 100; // USER_HZ: 100 on Linux everywhere Node runs
+
+/** CPU time (user + system) a process has used so far, in ticks; 0 once it is gone. */
+export function cpuTicks(pid: number): number {
+  try {
+    // Fields after the command's closing parenthesis: utime is the 12th, stime the 13th.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
 }
 
 /** A field of /proc/<pid>/status in bytes (VmRSS: resident now, VmHWM: peak resident). */

@@ -5,12 +5,16 @@
 //   upload.ts   1 GiB through POST /upload/new vs Kubo's own /api/v0/add (and the API's RSS)
 //   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow
 //   latency.ts  GET /pin/:cid under 100 connections vs a bare Express app
+//   snapshot.ts a 10,000-file folder's snapshot vs ipfs add -r of the same tree
+//   ipns.ts     publishes/s vs ipfs name publish; names one worker keeps republished
+//               (`--ipns [--names N]` runs only this one, with 10,000 names by default)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
 // on every path.
 import os from 'node:os';
 import { runBench, say, type BenchContext } from './harness.js';
+import { benchIpns, ipnsLines } from './ipns.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
 import { benchScale, parseScaleArgs } from './scale.js';
@@ -69,7 +73,9 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
   const load = await benchLatency({ apiUrl, apiKey: user.apiKey, cid: pins.cids[0]!, say }, track);
 
   const snapshot = await benchSnapshot(ctx, say);
-  process.stdout.write(`\n${[...summary(upload, pins, empty.perSecond, load, loadStart), snapshotLine(snapshot)].join('\n')}\n`);
+  const ipns = await benchIpns(ctx, DEFAULT_RUN_NAMES, say);
+  const lines = [...summary(upload, pins, empty.perSecond, load, loadStart), snapshotLine(snapshot), ...ipnsLines(ipns)];
+  process.stdout.write(`\n${lines.join('\n')}\n`);
   // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
   const broken = [
     ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
@@ -96,9 +102,25 @@ async function snapshotOnly(ctx: BenchContext): Promise<number> {
   return result.sameCid ? 0 : 1;
 }
 
+/** Names in the IPNS figure of the default run, and of `--ipns` without `--names`. */
+const DEFAULT_RUN_NAMES = 1_000;
+const IPNS_ONLY_NAMES = 10_000;
+
+async function ipnsOnly(ctx: BenchContext, names: number): Promise<number> {
+  const result = await benchIpns(ctx, names, say);
+  process.stdout.write(`\n${ipnsLines(result).join('\n')}\n`);
+  return 0;
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
+  if (args.includes('--ipns')) {
+    const at = args.indexOf('--names');
+    const names = at >= 0 ? Number(args[at + 1]) : IPNS_ONLY_NAMES;
+    if (!Number.isInteger(names) || names < 1) throw new Error('--names takes a positive whole number');
+    return runBench((ctx) => ipnsOnly(ctx, names));
+  }
   if (!args.includes('--scale')) return runBench(costOverComponents);
   // Flags are checked before anything starts: a typo costs no stack.
   const options = parseScaleArgs(args.filter((a) => a !== '--scale'));

@@ -30,7 +30,7 @@ import { createKubo, type Kubo } from '../../infra/kubo.js';
 import { createLogger } from '../../infra/logger.js';
 import { sweepJob } from '../../infra/temporal/contracts/sweep.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
-import { BENCH_PLAN } from './children.js';
+import { BENCH_PLAN, cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { say, type BenchContext } from './harness.js';
 import {
   assertCidShape,
@@ -182,18 +182,6 @@ function ratio(empty: Figure, loaded: Figure, q: number): { value: number; over:
 
 // ---------------------------------------------------------------------------------------------
 // The database server's idleness and size.
-
-const TICKS_PER_SECOND = 100; // USER_HZ: 100 on Linux everywhere Node runs
-
-function cpuTicks(pid: number): number {
-  try {
-    // Fields after the command's closing parenthesis: utime is the 12th, stime the 13th.
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
 
 /**
  * Waits until the database server and the service's processes together use under a tenth of
