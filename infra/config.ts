@@ -18,7 +18,8 @@ export interface Config {
   temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string };
   kubo: { apiUrl: string };
   cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
-  pins: { timeoutMs: number };
+  /** `delegates`: multiaddrs (each ending in /p2p/<peer>) given to pinning clients; empty: Kubo's own. */
+  pins: { timeoutMs: number; delegates: string[] };
   ipns: { republishEveryMs: number };
   uploads: { jsonLimit: string };
   /** Where the `uris.gateway` links of uploads point. */
@@ -50,6 +51,16 @@ const envSchema = z.object({
   JSON_BODY_LIMIT: bodyLimit.default(C.DEFAULT_JSON_BODY_LIMIT),
   UPLOAD_JSON_LIMIT: bodyLimit.default(C.DEFAULT_UPLOAD_JSON_LIMIT),
   PIN_TIMEOUT: duration.prefault(C.DEFAULT_PIN_TIMEOUT),
+  PIN_DELEGATES: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.string().regex(/^\/.+\/p2p\/[^/]+$/, 'each address must be a multiaddr ending in /p2p/<peer id>')).max(20))
+    .optional(),
   IPNS_REPUBLISH_INTERVAL: duration.prefault(C.DEFAULT_IPNS_REPUBLISH_INTERVAL),
   CLUSTER_REPLICATION_MIN: replication.default(-1),
   CLUSTER_REPLICATION_MAX: replication.default(-1),
@@ -174,7 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     },
     kubo: { apiUrl: endpoint('kubo') },
     cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
-    pins: { timeoutMs: e.PIN_TIMEOUT },
+    pins: { timeoutMs: e.PIN_TIMEOUT, delegates: e.PIN_DELEGATES ?? [] },
     ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
     gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),

@@ -116,3 +116,13 @@ export class KuboAddError extends Error {
     this.name = 'KuboAddError';
   }
 }
+
+/** The node's swarm addresses, each ending in /p2p/<its peer ID>, as it announces them. */
+export async function peerAddresses(kubo: Kubo, signal?: AbortSignal): Promise<string[]> {
+  const id = await kubo.id({ signal });
+  const peer = id.id.toString();
+  return id.addresses.map((a) => {
+    const text = a.toString();
+    return text.includes('/p2p/') ? text : `${text}/p2p/${peer}`;
+  });
+}

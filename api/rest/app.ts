@@ -22,6 +22,7 @@ import { createMetrics } from './http/metrics.js';
 import { resource } from './http/routing.js';
 import { ipnsRoutes } from './ipns.js';
 import { pinRoutes } from './pins.js';
+import { psaRoutes } from '../psa/routes.js';
 import { uploadRoutes } from './uploads/routes.js';
 
 export interface AppDeps extends UseCaseDeps {
@@ -78,6 +79,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(folderRoutes(deps, options));
   app.use(ipnsRoutes(deps, options));
   app.use(corsRoutes(deps, options));
+  // The pinning service API: its own surface, under /psa.
+  app.use('/psa', psaRoutes(deps, options));
 
   app.use(notFoundHandler);
   app.use(errorHandler(logger));

@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { multiaddr } from '@multiformats/multiaddr';
-import { cidInput, metadataSchema } from '../usecases/content.js';
+import { cidInput, metadataSchema, origin } from '../usecases/content.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { InvalidInput } from '../usecases/errors.js';
 import { deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
@@ -24,20 +23,6 @@ export const restPin = (p: PinRecord) => ({
   pinnedAt: p.pinnedAt,
   error: p.error,
 });
-
-/** A dialable origin: a valid multiaddress that names the peer (`…/p2p/<peer id>`). */
-const origin = z.string().refine(
-  (text) => {
-    try {
-      return multiaddr(text)
-        .getComponents()
-        .some((c) => c.name === 'p2p');
-    } catch {
-      return false;
-    }
-  },
-  { message: 'must be a multiaddress ending in /p2p/<peer id>, e.g. /ip4/1.2.3.4/tcp/4001/p2p/12D3Koo…' },
-);
 
 const pinBody = z.strictObject({
   cid: z.string().min(1),

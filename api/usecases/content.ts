@@ -1,5 +1,6 @@
 // What the content use-cases share: CIDs and metadata as input, the storage quota, and the
 // announcement that a hold changed.
+import { multiaddr } from '@multiformats/multiaddr';
 import { z } from 'zod';
 import { CidError, parseCid, type ParsedCid } from '../../infra/cid.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../../infra/constants.js';
@@ -20,6 +21,20 @@ export function cidInput(value: string): ParsedCid {
     throw new InvalidInput((err as CidError).message, 'INVALID_CID');
   }
 }
+
+/** A dialable origin: a valid multiaddress that names the peer (`…/p2p/<peer id>`). */
+export const origin = z.string().refine(
+  (text) => {
+    try {
+      return multiaddr(text)
+        .getComponents()
+        .some((c) => c.name === 'p2p');
+    } catch {
+      return false;
+    }
+  },
+  { message: 'must be a multiaddress ending in /p2p/<peer id>, e.g. /ip4/1.2.3.4/tcp/4001/p2p/12D3Koo…' },
+);
 
 export const metadataSchema = z
   .record(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, 'keys are 1 to 64 of A-Z, a-z, 0-9 and _'), z.string().max(METADATA_MAX_VALUE))

@@ -1,16 +1,18 @@
 // Pin use-cases: a pin request is a MongoDB record, a hold on the content, and a Temporal
 // workflow (workflows/pins.ts) that takes it from queued to pinned or failed.
+import { announceHoldChange } from '../../infra/hold-sync.js';
+import { peerAddresses } from '../../infra/kubo.js';
 import { randomBase62 } from '../../infra/secrets.js';
 import { userContentKey } from '../../infra/db/by-id.js';
-import { pinJobInput, type PinRecord } from '../../infra/db/pins.js';
+import { pinJobInput, type PinQuery, type PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
 import { fileMoved } from './folders.js';
 import { assertStorageFits, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
-import { NotFound } from './errors.js';
+import { NotFound, Unavailable } from './errors.js';
 
-export type { PinRecord };
+export type { PinQuery, PinRecord };
 type PinDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'config'>;
 
 export interface PinRequest {
@@ -24,7 +26,9 @@ export interface PinRequest {
 /** Records the caller's request to pin content (or returns the one they have) and starts it. */
 export async function requestPin(deps: PinDeps, caller: Caller, input: PinRequest): Promise<PinRecord> {
   const { user, plan } = caller;
-  const now = Date.now();
+  // Unique per user, so that paging by creation time alone (the pinning service API's
+  // `before`) never skips or repeats a request.
+  const now = await deps.db.counters.stamp(`pin-created:${user._id}`, Date.now());
   const timeoutMs = deps.config.pins.timeoutMs;
   const { pin, created } = await deps.db.pins.createOrGet({
     _id: userContentKey(user._id, input.cid.multihash),
@@ -86,13 +90,7 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
   ]);
   if (!pin && !file) throw new NotFound('pin');
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
-  if (pin) {
-    // Cancelled before the record goes: while the record exists, no new request (and so no
-    // new workflow under the same ID) can be made for this user and content.
-    await deps.jobs.cancel(pinJob, { cid: pin.cid, userId });
-    const removed = await deps.db.pins.delete(pin._id);
-    if (removed?.status === 'pinned') await deps.db.usage.add(userId, { pinned: -(removed.size ?? 0) });
-  }
+  if (pin) await removeRequest(deps, pin);
   if (file) {
     const removed = await deps.db.files.delete(file._id);
     if (removed) await deps.db.usage.add(userId, { files: -removed.size });
@@ -100,4 +98,87 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
   }
   await holdsChanged(deps, cid);
   return { cid: pin?.cid ?? file!.cid };
+}
+
+/** Removes one pin request (its hold change is the caller's to announce). */
+async function removeRequest(deps: PinDeps, pin: PinRecord): Promise<void> {
+  // Cancelled before the record goes: while the record exists, no new request (and so no new
+  // workflow under the same ID) can be made for this user and content.
+  await deps.jobs.cancel(pinJob, { cid: pin.cid, userId: pin.userId });
+  const removed = await deps.db.pins.delete(pin._id);
+  if (removed?.status === 'pinned') await deps.db.usage.add(pin.userId, { pinned: -(removed.size ?? 0) });
+}
+
+// Pin requests by their request ID, as the pinning service API addresses them.
+
+/** The caller's requests matching the query, newest first, and how many match in all. */
+export async function findPins(
+  deps: PinDeps,
+  userId: string,
+  q: PinQuery,
+  limit: number,
+): Promise<{ count: number; results: PinRecord[] }> {
+  const [count, results] = await Promise.all([deps.db.pins.countMatching(userId, q), deps.db.pins.search(userId, q, limit)]);
+  return { count, results };
+}
+
+export async function getPinRequest(deps: PinDeps, userId: string, requestId: string): Promise<PinRecord> {
+  const pin = await deps.db.pins.byRequestId(requestId);
+  if (!pin || pin.userId !== userId) throw new NotFound('pin request');
+  return pin;
+}
+
+/** Removes the request; the content leaves Cluster if nothing else holds it. The user's file
+ * record for the same content, if any, stays (unlike DELETE /pin/:cid, which removes both). */
+export async function deletePinRequest(deps: PinDeps, userId: string, requestId: string): Promise<void> {
+  const pin = await getPinRequest(deps, userId, requestId);
+  await deps.db.usage.ensure(userId);
+  await removeRequest(deps, pin);
+  await announceHoldChange(deps, pin.multihash, pin.cid);
+}
+
+/**
+ * Replaces a request with a new one (a new request ID; the old one is gone afterwards). For
+ * other content the new request is made first, so a refused one (over the quota) leaves the
+ * old request as it was. For the same content the old record makes way for the new one under
+ * the same key, and the hold change is announced after, so no sync round in between unpins.
+ */
+export async function replacePinRequest(deps: PinDeps, caller: Caller, requestId: string, input: PinRequest): Promise<PinRecord> {
+  const old = await getPinRequest(deps, caller.user._id, requestId);
+  await deps.db.usage.ensure(caller.user._id);
+  if (old.multihash !== input.cid.multihash) {
+    const made = await requestPin(deps, caller, input);
+    await removeRequest(deps, old);
+    await announceHoldChange(deps, old.multihash, old.cid);
+    return made;
+  }
+  await removeRequest(deps, old);
+  const made = await requestPin(deps, caller, input);
+  await holdsChanged(deps, input.cid);
+  return made;
+}
+
+const LOOPBACK = /^\/(ip4\/127\.|ip6\/::1\/|dns[46]?\/localhost\/)/;
+const DELEGATES_FRESH_MS = 60_000;
+
+/**
+ * The peers a client should send content to (the pinning service API's `delegates`): the
+ * configured PIN_DELEGATES, or else the stack's Kubo as it announces itself, loopback
+ * addresses only when it has no other. Kubo is asked at most once a minute; while it cannot
+ * be asked, the last answer stands.
+ */
+export function pinDelegates(deps: Pick<UseCaseDeps, 'config' | 'kubo'>): () => Promise<string[]> {
+  let known: { at: number; addresses: string[] } | undefined;
+  return async () => {
+    if (deps.config.pins.delegates.length > 0) return deps.config.pins.delegates;
+    if (known && Date.now() - known.at < DELEGATES_FRESH_MS) return known.addresses;
+    try {
+      const all = [...new Set(await peerAddresses(deps.kubo, AbortSignal.timeout(5_000)))];
+      const reachable = all.filter((a) => !LOOPBACK.test(a));
+      known = { at: Date.now(), addresses: (reachable.length > 0 ? reachable : all).slice(0, 20) };
+    } catch {
+      if (!known) throw new Unavailable('kubo');
+    }
+    return known.addresses;
+  };
 }

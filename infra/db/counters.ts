@@ -1,6 +1,7 @@
 // Counters under a limit: names per account, publishes per account and month. Taking one is
 // a single conditional update (`n` below the limit, then +1), so concurrent requests never
-// together pass the limit; a counter that does not exist yet is created at 0 first.
+// together pass the limit; a counter that does not exist yet is created at 0 first. A counter
+// also hands out strictly increasing millisecond stamps (`stamp`).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { isDuplicateKey } from './errors.js';
@@ -40,6 +41,32 @@ export function createCounterStore(conn: Connection) {
     /** Counts one fewer (what was taken and not used, or a deleted name). */
     async give(key: string): Promise<void> {
       await Counters.updateOne({ _id: key, n: { $gt: 0 } }, { $inc: { n: -1 } }).exec();
+    },
+
+    /**
+     * A time in milliseconds, `now` or just after, that no earlier stamp of `key` had: stamps of
+     * one key strictly increase, so records stamped with them sort without ties (the pinning
+     * service API pages by creation time alone). Each step is one conditional update.
+     */
+    async stamp(key: string, now: number): Promise<number> {
+      for (;;) {
+        if (
+          await Counters.findOneAndUpdate({ _id: key, n: { $lt: now } }, { $set: { n: now } })
+            .lean()
+            .exec()
+        )
+          return now;
+        const next = await Counters.findOneAndUpdate({ _id: key, n: { $gte: now } }, { $inc: { n: 1 } }, { returnDocument: 'after' })
+          .lean<CounterRecord>()
+          .exec();
+        if (next) return next.n;
+        try {
+          await Counters.create({ _id: key, n: now });
+          return now;
+        } catch (err) {
+          if (!isDuplicateKey(err)) throw err;
+        }
+      }
     },
 
     async get(key: string): Promise<number> {

@@ -4,6 +4,7 @@ import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { HolderKind } from './holds.js';
 import type { PinInput } from '../temporal/contracts/pins.js';
+import { count } from './count.js';
 import { after } from './pages.js';
 
 export type PinStatus = 'queued' | 'pinning' | 'pinned' | 'failed';
@@ -56,6 +57,7 @@ schema.index({ userId: 1, status: 1, createdAt: -1, _id: -1 });
 // The sweep's requests left `queued` (stalled()).
 schema.index({ status: 1, updatedAt: 1 });
 schema.index({ multihash: 1 });
+schema.index({ requestId: 1 }, { unique: true });
 
 /** The pin workflow's input for a request: what `jobs.start(pinJob, …)` is given. */
 export const pinJobInput = (pin: PinRecord): PinInput => ({
@@ -67,6 +69,41 @@ export const pinJobInput = (pin: PinRecord): PinInput => ({
   origins: pin.origins,
   deadline: pin.deadline,
 });
+
+/** A search of one user's requests (the pinning service API's filters). */
+export interface PinQuery {
+  multihashes?: string[];
+  statuses?: PinStatus[];
+  name?: { text: string; match: 'exact' | 'iexact' | 'partial' | 'ipartial' };
+  /** Created strictly before / after these times (ms). */
+  before?: number;
+  after?: number;
+  /** Every pair must be in the request's metadata. */
+  metadata?: Record<string, string>;
+}
+
+const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The query as a filter. Everything but a name match other than `exact` is an equality, an
+ * `$in` or a range, which the stack's FerretDB answers in SQLite. */
+function matching(userId: string, q: PinQuery): Record<string, unknown> {
+  const filter: Record<string, unknown> = { userId };
+  if (q.multihashes) filter.multihash = { $in: q.multihashes };
+  if (q.statuses) filter.status = { $in: q.statuses };
+  if (q.name) {
+    const { text, match } = q.name;
+    const whole = match === 'exact' || match === 'iexact';
+    filter.name =
+      match === 'exact'
+        ? text
+        : { $regex: whole ? `^${escapeRegex(text)}$` : escapeRegex(text), ...(match.startsWith('i') ? { $options: 'i' } : {}) };
+  }
+  if (q.before !== undefined || q.after !== undefined) {
+    filter.createdAt = { ...(q.before !== undefined ? { $lt: q.before } : {}), ...(q.after !== undefined ? { $gt: q.after } : {}) };
+  }
+  for (const [key, value] of Object.entries(q.metadata ?? {})) filter[`metadata.${key}`] = value;
+  return filter;
+}
 
 type Active = 'queued' | 'pinning';
 const ACTIVE: readonly PinStatus[] = ['queued', 'pinning'];
@@ -155,6 +192,17 @@ export function createPinStore(conn: Connection) {
       if (q.after) Object.assign(filter, after('createdAt', { at: q.after.createdAt, id: q.after.id }));
       return Pins.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<PinRecord[]>().exec();
     },
+
+    /** The user's requests matching the query, newest first (creation times are unique per
+     * user: api/usecases/pins.ts stamps them), at most `limit`. */
+    search: (userId: string, q: PinQuery, limit: number) =>
+      Pins.find(matching(userId, q)).sort({ createdAt: -1, _id: -1 }).limit(limit).lean<PinRecord[]>().exec(),
+
+    /** How many of the user's requests match the query. */
+    countMatching: (userId: string, q: PinQuery) => count(Pins, matching(userId, q)),
+
+    /** A request by its public ID. */
+    byRequestId: (requestId: string) => Pins.findOne({ requestId }).lean<PinRecord>().exec(),
 
     /** The user's request for the content. Concurrent lookups share reads (by-id.ts). */
     findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),
