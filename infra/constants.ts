@@ -75,6 +75,8 @@ export const IPNS_RECORD_VALIDITY_MS = 48 * 60 * 60 * 1000;
 export const IPNS_RECORD_TTL_MS = 5 * 60 * 1000;
 /** Resolving a name this service does not hold, through Kubo. */
 export const IPNS_RESOLVE_TIMEOUT_MS = 5_000;
+/** How long storing a record in Kubo may take (a publish, a republish). */
+export const IPNS_STORE_TIMEOUT_MS = 20_000;
 /** A DNSLink check's DNS lookup. */
 export const DNSLINK_TIMEOUT_MS = 2_000;
 

@@ -63,6 +63,20 @@ export function readIpnsRecord(bytes: Uint8Array): { value: string; sequence: nu
   return { value: record.value, sequence: Number(record.sequence), validity: record.validity };
 }
 
+/** Signs the name's record of this target and sequence (validity from now) with its sealed key
+ * and stores it in Kubo: a publish and a republish alike. */
+export async function storeIpnsRecord(
+  kubo: Kubo,
+  masterKey: Buffer,
+  name: { ipnsName: string; sealedKey: string },
+  cid: string,
+  sequence: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  const record = await signIpnsRecord(unsealIpnsKey(masterKey, name.sealedKey), cid, sequence);
+  await putIpnsRecord(kubo, name.ipnsName, record, signal);
+}
+
 /** Stores the record in Kubo, which serves it to peers that resolve the name. */
 export async function putIpnsRecord(kubo: Kubo, ipnsName: string, record: Uint8Array, signal?: AbortSignal): Promise<void> {
   // The answer is a stream of routing events; draining it waits for the put to finish.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
-import { readIpnsRecord } from '../infra/ipns.js';
+import { readIpnsRecord, storeIpnsRecord } from '../infra/ipns.js';
 import { createKubo } from '../infra/kubo.js';
 import { startKubo } from '../infra/stack/kubo.js';
 import { freePorts } from '../infra/stack/ports.js';
@@ -135,6 +135,12 @@ test('publish: the signed record is in Kubo with the next sequence; resolve answ
   expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 6 });
 
   expect(errorReason(await publish(user, ipnsName, 'not-a-cid'))).toBe('INVALID_CID');
+
+  // What lets publishes bypass the name's job: Kubo keeps the highest sequence, so an older
+  // record stored late (a republish that read the name before a publish) changes nothing.
+  const stored = (await api.deps.db.ipnsNames.get(ipnsName))!;
+  await storeIpnsRecord(kubo(), api.deps.config.masterKey, { ipnsName, sealedKey: stored.sealedKey }, second, 3);
+  expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 6 });
 }, 60_000);
 
 test('a target only the name holds is pinned in Cluster for it, and unpinned when the name moves on to content held otherwise', async () => {

@@ -3,11 +3,12 @@
 // `ipnsNames`, publishes against its `ipnsPublishesPerMonth` (UTC months), each taken
 // atomically before the work and given back when the work fails.
 import dns from 'node:dns/promises';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { DNSLINK_TIMEOUT_MS, IPNS_RECORD_VALIDITY_MS, IPNS_RESOLVE_TIMEOUT_MS } from '../../infra/constants.js';
+import type { ParsedCid } from '../../infra/cid.js';
+import { DNSLINK_TIMEOUT_MS, IPNS_RECORD_VALIDITY_MS, IPNS_RESOLVE_TIMEOUT_MS, IPNS_STORE_TIMEOUT_MS } from '../../infra/constants.js';
 import { utcMonth, type IpnsNameRecord } from '../../infra/db/ipns-names.js';
-import { IpnsNameError, newIpnsKey, parseIpnsName, resolveThroughKubo } from '../../infra/ipns.js';
-import { DELETE_SIGNAL, ipnsJob, PUBLISH_UPDATE, type IpnsInput, type IpnsPublished } from '../../infra/temporal/contracts/ipns.js';
+import { announceHoldChangeIfAlone } from '../../infra/hold-sync.js';
+import { IpnsNameError, newIpnsKey, parseIpnsName, resolveThroughKubo, storeIpnsRecord } from '../../infra/ipns.js';
+import { DELETE_SIGNAL, ipnsJob, REPUBLISH_SIGNAL, type IpnsInput } from '../../infra/temporal/contracts/ipns.js';
 import { cidInput, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, LimitReached, NotFound, Unavailable } from './errors.js';
@@ -24,6 +25,13 @@ export interface IpnsNameView {
   status: 'active' | 'republish-failing' | 'expired' | 'unpublished';
   lastRepublishedAt: number | null;
   createdAt: number;
+}
+
+export interface IpnsPublished {
+  ipnsName: string;
+  cid: string;
+  sequence: number;
+  publishedAt: number;
 }
 
 const namesKey = (userId: string) => `ipns-names:${userId}`;
@@ -99,7 +107,7 @@ export async function createIpnsName(
       createdAt,
     });
     if (!inserted) throw new Conflict('IPNS_NAME_EXISTS', `you have an IPNS name called ${JSON.stringify(keyName)} already`);
-    // Its job runs from now on: the name's publishes and republishes go through it.
+    // Its job runs from now on: it republishes the name's current record.
     await deps.jobs.start(ipnsJob, jobInput(deps, user._id, ipnsName));
     return { ipnsName, keyName, createdAt };
   } catch (err) {
@@ -117,7 +125,13 @@ export async function getIpnsName(deps: UseCaseDeps, userId: string, ipnsName: s
   return view(await ownName(deps, userId, ipnsName));
 }
 
-/** Points the name at `cid`: answered once the signed record is stored in Kubo. */
+/**
+ * Points the name at `cid`: answered once the signed record is stored in Kubo. Done here, not
+ * in the name's job: the sequence is raised atomically in MongoDB, and Kubo keeps the record
+ * with the highest sequence whatever order records reach it in (measured: a put of sequence 1
+ * after 2 is dropped), so a republish racing a publish cannot undo it. A store that fails
+ * leaves the name pointing at the new target, and the job, asked to republish, stores it soon.
+ */
 export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: string, cidText: string): Promise<IpnsPublished> {
   const { user, plan } = caller;
   const name = await ownName(deps, user._id, ipnsName);
@@ -126,22 +140,45 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
   if (!(await deps.db.counters.take(counted, plan.ipnsPublishesPerMonth))) {
     throw new LimitReached('IPNS_PUBLISH_LIMIT', `your plan allows ${plan.ipnsPublishesPerMonth} IPNS publishes a month`);
   }
+  const publishedAt = Date.now();
+  let advanced: Awaited<ReturnType<typeof deps.db.ipnsNames.advance>>;
   try {
-    return await deps.jobs.updateWithStart<{ ipnsName: string }, IpnsInput, [{ cid: string }], IpnsPublished>(
-      ipnsJob,
-      jobInput(deps, user._id, name._id),
-      PUBLISH_UPDATE,
-      [{ cid: cid.v1 }],
-    );
+    advanced = await deps.db.ipnsNames.advance(name._id, { cid: cid.v1, multihash: cid.multihash }, publishedAt);
   } catch (err) {
     await deps.db.counters.give(counted).catch(() => undefined);
-    if (err instanceof WorkflowUpdateFailedError) {
-      const type = (err.cause as { type?: string } | undefined)?.type;
-      if (type === 'IpnsNameGone' || /deleted/.test(String(err.cause?.message))) throw new NotFound('IPNS name');
-      throw new Unavailable('kubo');
-    }
     throw err;
   }
+  if (!advanced) {
+    await deps.db.counters.give(counted).catch(() => undefined);
+    throw new NotFound('IPNS name');
+  }
+  await targetMoved(deps, name._id, advanced.previous, cid);
+  try {
+    const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
+    await storeIpnsRecord(
+      deps.kubo,
+      deps.config.masterKey,
+      { ipnsName: name._id, sealedKey: name.sealedKey },
+      cid.v1,
+      advanced.sequence,
+      signal,
+    );
+  } catch {
+    await deps.jobs.signal(ipnsJob, { ipnsName: name._id }, REPUBLISH_SIGNAL, []).catch(() => undefined);
+    throw new Unavailable('kubo');
+  }
+  // The name's job is running from its creation; this repairs one whose start was lost.
+  await deps.jobs.start(ipnsJob, jobInput(deps, user._id, name._id));
+  return { ipnsName: name._id, cid: cid.v1, sequence: advanced.sequence, publishedAt };
+}
+
+/** The name now holds its new target and no longer its previous one. Announced only where it
+ * can change Cluster's pin (infra/hold-sync.ts). */
+async function targetMoved(deps: UseCaseDeps, ipnsName: string, previous: IpnsNameRecord, target: ParsedCid): Promise<void> {
+  if (previous.multihash === target.multihash) return;
+  const self = { kind: 'ipns', key: ipnsName };
+  await announceHoldChangeIfAlone(deps, target.multihash, target.v1, self, 'added');
+  if (previous.multihash && previous.cid) await announceHoldChangeIfAlone(deps, previous.multihash, previous.cid, self, 'removed');
 }
 
 /** Deletes the name and its key; its job stops, and its target is released. */

@@ -1,7 +1,7 @@
 // Starting, signalling and cancelling workflows by their contracts (contracts/job.ts), from
 // the API and from activities. Every job carries its contract's Keyword search attributes, so
 // the Temporal UI finds it with `Cid="bafy…"` or `UserId="usr_…"`.
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import type { JobContract, Jobs, JobState } from './contracts/job.js';
@@ -36,17 +36,6 @@ export function createJobs(client: Client, baseQueue: string): Jobs {
         signalArgs: args,
         typedSearchAttributes: searchAttributes(job, input),
       });
-    },
-
-    async updateWithStart<K, I extends K, A extends unknown[], R>(job: JobContract<I, K>, input: I, update: string, args: A): Promise<R> {
-      const startWorkflowOperation = new WithStartWorkflowOperation<Workflow>(job.workflowType, {
-        workflowId: job.workflowId(input),
-        taskQueue: job.taskQueue(baseQueue),
-        args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: searchAttributes(job, input),
-      });
-      return client.workflow.executeUpdateWithStart<Workflow, R, A>(update, { args, startWorkflowOperation });
     },
 
     async cancel(job, key) {

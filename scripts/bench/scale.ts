@@ -381,7 +381,6 @@ function countingJobs(): Jobs & { signals: number } {
     signal: async () => undefined,
     state: async () => ({ state: 'none' as const }),
     query: async () => Promise.reject(new Error('the bench runs no jobs')),
-    updateWithStart: async () => Promise.reject(new Error('the bench runs no jobs')),
   };
   return jobs;
 }

@@ -1,7 +1,6 @@
 // Contract of an IPNS name's job (workflows/ipns.ts): one long-lived workflow per name,
-// `ipns:<ipnsName>`, started when the name is made. It stores each published record (an
-// update, answered once Kubo has it), republishes the current one on a timer, and ends when
-// the name is deleted. Operators pause, resume and trigger it with signals and read it with
+// `ipns:<ipnsName>`, started when the name is made. It republishes the name's current record
+// (as MongoDB has it; the API publishes) on a timer, and ends when the name is deleted. Operators pause, resume and trigger it with signals and read it with
 // the `status` query (README: Operating).
 import type { JobContract } from './job.js';
 
@@ -12,13 +11,6 @@ export interface IpnsInput {
   republishEveryMs: number;
   /** Carried over a continue-as-new. */
   carried?: IpnsJobStatus;
-}
-
-export interface IpnsPublished {
-  ipnsName: string;
-  cid: string;
-  sequence: number;
-  publishedAt: number;
 }
 
 export interface IpnsJobStatus {
@@ -38,8 +30,6 @@ export const REPUBLISH_RETRY_MS = 60_000;
 /** A name's job continues as new after this many republishes, keeping its history short. */
 export const REPUBLISHES_PER_RUN = 50;
 
-/** Update: `[{ cid }]` → IpnsPublished. */
-export const PUBLISH_UPDATE = 'publish';
 /** Signals, no arguments. */
 export const REPUBLISH_SIGNAL = 'republish';
 export const PAUSE_SIGNAL = 'pause';

@@ -36,9 +36,6 @@ export interface Jobs {
   /** The job's latest run: running, its result once completed, or none (never started, or
    * failed, cancelled or terminated: a job to start again). */
   state<K, I extends K>(job: JobContract<I, K>, key: K): Promise<JobState>;
-  /** Sends the job for `input` an update, starting the job first if it does not run, and
-   * answers the update's result (its failure is thrown). */
-  updateWithStart<K, I extends K, A extends unknown[], R>(job: JobContract<I, K>, input: I, update: string, args: A): Promise<R>;
   /** Asks the running job a query. */
   query<K, I extends K, R>(job: JobContract<I, K>, key: K, query: string): Promise<R>;
 }
