@@ -8,13 +8,18 @@ import {
   asStupaError,
   Busy,
   Conflict,
+  Forbidden,
   InvalidInput,
   LimitReached,
   NotFound,
+  Overloaded,
   RateLimited,
   StupaError,
   Unauthenticated,
   Unavailable,
+  UnsupportedContent,
+  Unprocessable,
+  TooLarge,
 } from '../usecases/errors.js';
 
 /** A failure of the HTTP exchange itself, not of a use-case. */
@@ -42,11 +47,16 @@ const TABLE: [new (...args: never[]) => StupaError, number, (err: never) => Reco
   [InvalidInput, 400, () => ({})],
   [Unauthenticated, 401, () => ({ 'WWW-Authenticate': 'Bearer' })],
   [LimitReached, 402, () => ({})],
+  [Forbidden, 403, () => ({})],
   [NotFound, 404, () => ({})],
   [Conflict, 409, () => ({})],
+  [TooLarge, 413, () => ({})],
+  [UnsupportedContent, 415, () => ({})],
+  [Unprocessable, 422, () => ({})],
   [RateLimited, 429, (err: RateLimited) => ({ 'Retry-After': String(err.retryAfterS) })],
   [Unavailable, 503, (err: Unavailable) => ({ 'Retry-After': String(err.retryAfterS) })],
   [Busy, 503, (err: Busy) => ({ 'Retry-After': String(err.retryAfterS) })],
+  [Overloaded, 503, (err: Overloaded) => ({ 'Retry-After': String(err.retryAfterS) })],
 ];
 
 function fromStupaError(err: StupaError): HttpError | undefined {

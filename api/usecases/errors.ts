@@ -44,6 +44,28 @@ export class NotFound extends StupaError {
 /** The request contradicts the current state, e.g. LAST_API_KEY or EMAIL_TAKEN. */
 export class Conflict extends StupaError {}
 
+/** Valid credentials that may not do this (a signed token past its uses or expiry). */
+export class Forbidden extends StupaError {}
+
+/** The content is larger than allowed (a signed token's maxFileSize). */
+export class TooLarge extends StupaError {}
+
+/** The content's type is not accepted (a signed token's allowedMimeTypes). */
+export class UnsupportedContent extends StupaError {}
+
+/** Well-formed input the service cannot process (an image too large to decode). */
+export class Unprocessable extends StupaError {}
+
+/** Too much work of one kind in flight (the image queue is full); retry after `retryAfterS`. */
+export class Overloaded extends StupaError {
+  constructor(
+    details: string,
+    readonly retryAfterS = 1,
+  ) {
+    super('OVERLOADED', details);
+  }
+}
+
 /** Over the plan's request rate; retry after `retryAfterS`. */
 export class RateLimited extends StupaError {
   constructor(
