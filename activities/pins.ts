@@ -142,13 +142,16 @@ export function createPinActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Marks the request `pinned` and counts its size against the user's storage, once: only
-     * the call that made the transition counts it (a delete gives back what it removed). */
+    /** Marks the request `pinned` and counts it as a hold of the user's storage, once: only
+     * the call that made the transition counts it (a delete releases what it removed), and
+     * content the user holds already (uploaded as a file) adds nothing (infra/db/usage.ts). */
     async completePin(input: PinRef & { size: number | null }): Promise<void> {
       const userId = userOfContentKey(input.key);
       await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
       const pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
-      if (pinned) await db.usage.add(userId, { pinned: pinned.size ?? 0 });
+      if (!pinned) return;
+      const held = await db.usage.hold(userId, pinned.multihash, 'pin', pinned.size ?? 0);
+      await db.activity.tryRecord(userId, Date.now(), { storedBytes: held.used });
     },
 
     /**

@@ -1,5 +1,5 @@
-// `npm run api`: one API process, serving every surface on its own port (today the REST
-// API). In production several run behind a load balancer; they share state only through
+// `npm run api`: one API process, serving every surface on its own port (the REST API and
+// the gateway). In production several run behind a load balancer; they share state only through
 // MongoDB and Temporal.
 import { loadConfig } from '../infra/config.js';
 import { ConfigError } from '../infra/errors.js';
@@ -10,7 +10,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel, 'stupa-api');
   const api = await startApiServer(config, logger);
-  logger.info({ url: api.url }, 'REST API listening');
+  logger.info({ url: api.url, gateway: api.gatewayUrl }, 'REST API and gateway listening');
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down');
     api.close().then(

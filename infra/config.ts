@@ -2,6 +2,7 @@
 // Every variable is in the README's table. A bad or missing value stops the process with
 // one message that lists each problem.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import * as C from './constants.js';
@@ -12,11 +13,13 @@ import { projectRoot } from './paths.js';
 export type Dependency = 'mongodb' | 'temporal' | 'kubo' | 'cluster';
 
 export interface Config {
-  api: { host: string; port: number; publicUrl: string; jsonBodyLimit: string };
+  /** `publicUrl`: where clients reach the API (PUBLIC_URL); null until the server knows its own address. */
+  api: { host: string; port: number; publicUrl: string | null; jsonBodyLimit: string };
   dataDir: string;
   mongodbUri: string;
   temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string };
-  kubo: { apiUrl: string };
+  /** `gatewayUrl`: Kubo's own HTTP gateway, which the service's gateway reads from (never exposed). */
+  kubo: { apiUrl: string; gatewayUrl: string };
   cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
   /** `delegates`: multiaddrs (each ending in /p2p/<peer>) given to pinning clients; empty: Kubo's own. */
   pins: { timeoutMs: number; delegates: string[] };
@@ -24,6 +27,13 @@ export interface Config {
   uploads: { jsonLimit: string };
   /** Where the `uris.gateway` links of uploads point. */
   gatewayUrl: string;
+  /** The service's gateway: its port, and its public address, whose host's subdomains are
+   * accounts' gateways (`https://gw.example.com` → `https://<slug>.gw.example.com`); without
+   * GATEWAY_PUBLIC_URL, `http://localhost:<port it listens on>`, known once it listens. */
+  gateway: { port: number; publicUrl: string | null; domain: string };
+  /** GET /image/:cid: derivatives cached in `cacheDir` up to `cacheBytes`; sources up to
+   * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */
+  images: { cacheDir: string; cacheBytes: number; maxSourceBytes: number; maxPixels: number; concurrency: number; queue: number };
   masterKey: Buffer;
   plans: Plans;
   logLevel: string;
@@ -65,6 +75,8 @@ const envSchema = z.object({
   CLUSTER_REPLICATION_MIN: replication.default(-1),
   CLUSTER_REPLICATION_MAX: replication.default(-1),
   GATEWAY_URL: url.optional(),
+  GATEWAY_PORT: port.default(C.DEFAULT_GATEWAY_PORT),
+  GATEWAY_PUBLIC_URL: url.optional(),
   DATA_DIR: z.string().min(1).default(C.DEFAULT_DATA_DIR),
   MONGODB_URI: z
     .string()
@@ -78,11 +90,18 @@ const envSchema = z.object({
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(C.DEFAULT_TASK_QUEUE),
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
+  KUBO_GATEWAY_URL: url.optional(),
   CLUSTER_API_URL: url.optional(),
   MASTER_KEY: z.string().optional(),
   PLANS_FILE: z.string().min(1).default(path.join(projectRoot, 'infra/plans/variant-a.json')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(C.DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  // Megabytes may be fractional (a test's tiny cache); 0 turns the image cache off.
+  IMAGE_CACHE_MB: z.coerce.number().min(0).default(C.DEFAULT_IMAGE_CACHE_MB),
+  IMAGE_MAX_SOURCE_MB: z.coerce.number().positive().default(C.DEFAULT_IMAGE_MAX_SOURCE_MB),
+  IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(C.DEFAULT_IMAGE_MAX_PIXELS),
+  IMAGE_CONCURRENCY: z.coerce.number().int().min(1).max(1024).optional(),
+  IMAGE_QUEUE: z.coerce.number().int().min(0).default(C.DEFAULT_IMAGE_QUEUE),
 });
 
 const endpointVariables: Record<Dependency, keyof StackEndpoints> = {
@@ -114,6 +133,24 @@ function stackEndpoints(dataDir: string): StackEndpoints {
   } catch {
     return {};
   }
+}
+
+/** The gateway's public address: GATEWAY_PUBLIC_URL, or else `localhost` (browsers and curl
+ * send `<slug>.localhost` to loopback without any DNS). */
+function gatewaySettings(port: number, publicUrl: string | undefined): Config['gateway'] {
+  if (!publicUrl) return { port, publicUrl: null, domain: C.DEFAULT_GATEWAY_DOMAIN };
+  const base = new URL(publicUrl);
+  return { port, publicUrl: base.origin, domain: base.hostname };
+}
+
+/** KUBO_GATEWAY_URL, the local stack's Kubo gateway, or else Kubo's default gateway port (8080)
+ * on KUBO_API_URL's host. */
+function kuboGateway(given: string | undefined, stacks: string | undefined, apiUrl: string): string {
+  if (given ?? stacks) return (given ?? stacks)!.replace(/\/+$/, '');
+  if (!apiUrl) return '';
+  const url = new URL(apiUrl);
+  url.port = '8080';
+  return url.origin;
 }
 
 export const masterKeyFile = (dataDir: string): string => path.join(dataDir, 'master.key');
@@ -168,11 +205,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     problems.push(...((err as ConfigError).problems ?? [(err as Error).message]));
   }
 
+  const kuboApiUrl = endpoint('kubo');
   const config = {
     api: {
       host: e.API_HOST,
       port: e.API_PORT,
-      publicUrl: (e.PUBLIC_URL ?? `http://${e.API_HOST}:${e.API_PORT}`).replace(/\/+$/, ''),
+      publicUrl: e.PUBLIC_URL ? e.PUBLIC_URL.replace(/\/+$/, '') : null,
       jsonBodyLimit: e.JSON_BODY_LIMIT,
     },
     dataDir,
@@ -183,12 +221,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       ...(e.WORKFLOW_BUNDLE ? { workflowBundle: path.resolve(e.WORKFLOW_BUNDLE) } : {}),
     },
-    kubo: { apiUrl: endpoint('kubo') },
+    kubo: { apiUrl: kuboApiUrl, gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl) },
     cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
     pins: { timeoutMs: e.PIN_TIMEOUT, delegates: e.PIN_DELEGATES ?? [] },
     ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
     gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),
+    gateway: gatewaySettings(e.GATEWAY_PORT, e.GATEWAY_PUBLIC_URL),
+    images: {
+      cacheDir: path.join(dataDir, 'image-cache'),
+      cacheBytes: Math.floor(e.IMAGE_CACHE_MB * 2 ** 20),
+      maxSourceBytes: Math.floor(e.IMAGE_MAX_SOURCE_MB * 2 ** 20),
+      maxPixels: e.IMAGE_MAX_PIXELS,
+      // A transform is CPU work on a libuv thread: one per core keeps the cores busy, no more.
+      concurrency: e.IMAGE_CONCURRENCY ?? os.availableParallelism(),
+      queue: e.IMAGE_QUEUE,
+    },
     masterKey,
     logLevel: e.LOG_LEVEL,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

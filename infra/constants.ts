@@ -25,6 +25,36 @@ export const API_KEY_PREFIX_LENGTH = 12;
 export const API_KEY_MIN_EXPIRES_IN_S = 60;
 export const API_KEY_MAX_EXPIRES_IN_S = 10 * 365 * 24 * 3600;
 
+/** Signed upload tokens: `sup_` + 32 base62 characters; `tokenPrefix` is the first 12; IDs are `sut_` + 16. */
+export const SIGNED_TOKEN_PREFIX = 'sup_';
+export const SIGNED_TOKEN_RANDOM_LENGTH = 32;
+export const SIGNED_TOKEN_PREFIX_LENGTH = 12;
+export const SIGNED_TOKEN_ID_PREFIX = 'sut_';
+/** A signed token's `expiresIn`: default an hour, at most 7 days (decisions.md), in seconds. */
+export const SIGNED_TOKEN_DEFAULT_EXPIRES_IN_S = 3600;
+export const SIGNED_TOKEN_MAX_EXPIRES_IN_S = 7 * 24 * 3600;
+/** Bytes read from the start of content to recognise its type (file-type's own need): signed uploads, image sources. */
+export const SNIFF_BYTES = 4100;
+/** Content found held is not checked again for this long (api/usecases/held.ts): the gateway and /image. */
+export const HELD_MEMORY_MS = 1_000;
+
+/** Gateway tokens: `gwt_` + 32 base62 characters; the 12-character prefix names one. */
+export const GATEWAY_TOKEN_PREFIX = 'gwt_';
+export const GATEWAY_TOKEN_RANDOM_LENGTH = 32;
+export const GATEWAY_TOKEN_PREFIX_LENGTH = 12;
+/** Gateway tokens an account may have at once. */
+export const GATEWAY_TOKENS_MAX = 100;
+
+/** Seconds a reader may cache a gateway answer by folder name (`/folders/<name>/…`): a new snapshot moves it. */
+export const FOLDER_PATH_TTL_S = 60;
+/** Gateway bytes are written to the account's day this often, summed in memory between. */
+export const BANDWIDTH_FLUSH_MS = 1_000;
+/** The month's gateway bytes are read from MongoDB at most this often per account and process. */
+export const BANDWIDTH_MEMORY_MS = 2_000;
+/** The gateway's port, and the domain whose subdomains are accounts' gateways (`<slug>.<domain>`). */
+export const DEFAULT_GATEWAY_PORT = 3080;
+export const DEFAULT_GATEWAY_DOMAIN = 'localhost';
+
 /** Rate limits count requests per key in fixed one-minute windows. */
 export const RATE_WINDOW_MS = 60_000;
 /**
@@ -80,6 +110,20 @@ export const IPNS_STORE_TIMEOUT_MS = 20_000;
 /** A DNSLink check's DNS lookup. */
 export const DNSLINK_TIMEOUT_MS = 2_000;
 
+/** GET /image/:cid (api/usecases/images.ts): the derivatives' disk cache, in MB (LRU beyond it). */
+export const DEFAULT_IMAGE_CACHE_MB = 1024;
+/** Largest source read from Kubo to transform, in MB. */
+export const DEFAULT_IMAGE_MAX_SOURCE_MB = 50;
+/** Largest source in pixels (all frames of an animation), checked from the header before any
+ * decoding: a 50 MP photo decodes to 150-200 MB; a decompression bomb claims billions. */
+export const DEFAULT_IMAGE_MAX_PIXELS = 50_000_000;
+/** Transforms waiting for a slot beyond IMAGE_CONCURRENCY running; more are refused with 503. */
+export const DEFAULT_IMAGE_QUEUE = 32;
+/** Sources kept in memory after a transform, for the other sizes and formats asked for next. */
+export const IMAGE_SOURCE_MEMORY_BYTES = 64 * 1024 * 1024;
+/** AVIF encoding effort (0-9): sharp's default 4 took 2.3 s for an 800x600 photo here, 2 took 0.2 s. */
+export const IMAGE_AVIF_EFFORT = 2;
+
 /** Queries at once reading the files of a folder tree (infra/db/folder-tree.ts). */
 export const LIST_QUERIES = 4;
 /** A snapshot's listing is kept for its job (infra/db/snapshot-listings.ts) when it deflates
@@ -100,3 +144,20 @@ export const HOLD_CHANGE_SETTLE_MS = 5_000;
 export const HOLD_CHANGE_RETAIN_MS = 10 * 60_000;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
+
+/** GET /analytics (api/usecases/analytics.ts): the default period, in UTC days up to today, and
+ * the longest one (a year of day documents, infra/db/activity.ts, is the most one request reads). */
+export const ANALYTICS_DEFAULT_DAYS = 30;
+export const ACTIVITY_MAX_DAYS = 366;
+/**
+ * A user's storage counter is rebuilt from the records once (a user from before distinct
+ * counting, infra/db/usage.ts) or by `usage recount`, under a lock: requests of that user wait
+ * up to the wait for it; a rebuild still running after the lock's time could be joined by a
+ * second one, so it is generous.
+ */
+export const USAGE_REBUILD_LOCK_MS = 10 * 60_000;
+export const USAGE_REBUILD_WAIT_MS = 60_000;
+/** Characters of a user's gateway slug (infra/db/gateway-slugs.ts): a letter, then [a-z0-9]. */
+export const GATEWAY_SLUG_LENGTH = 12;
+/** A slug's owner, once found, is remembered this long per process (owners never change). */
+export const SLUG_MEMORY_MS = 60_000;

@@ -2,7 +2,9 @@
 // First step of `npm start`, `npm test` and `npm run bench` on a fresh clone. Plain Node
 // with no dependencies, because it runs before `npm ci`:
 //   1. installs the npm dependencies when node_modules is missing or older than the lock file;
-//   2. builds every command of infra/stack/versions.json that is missing from the cache.
+//   2. builds every command of infra/stack/versions.json that is missing from the cache;
+//   3. with `--browser` (npm test): makes sure a Chromium is there for the browser tests,
+//      installing Debian's `chromium` package when it is missing and apt-get may run.
 // `--binaries-only` skips step 1; `--deps-only` skips step 2.
 //
 // Why `go mod download` + `go build` rather than `go install MODULE@VERSION`: measured here,
@@ -136,9 +138,33 @@ function ensureBinaries() {
   for (const [name, spec] of Object.entries(manifest.components)) buildComponent(name, spec);
 }
 
+/** The browser the tests drive (tests/support/browser.ts finds it the same way). */
+function chromiumPath() {
+  return process.env.CHROMIUM_PATH || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
+}
+
+/**
+ * Browser tests need a real Chromium (playwright-core drives it; its own download needs the
+ * internet). Debian's package is installed when absent and we may (root, apt-get present);
+ * otherwise the browser tests fail with a message saying to set CHROMIUM_PATH.
+ */
+function ensureBrowser() {
+  if (chromiumPath()) return;
+  const canInstall = process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
+  if (!canInstall) {
+    log('no Chromium found: install one (Debian: apt-get install chromium) or set CHROMIUM_PATH; the browser tests need it');
+    return;
+  }
+  log("installing Debian's chromium for the browser tests (apt-get; about a minute)");
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  run('apt-get', ['update', '-q'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  run('apt-get', ['install', '-y', '-q', 'chromium'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
 try {
   if (!args.has('--binaries-only')) ensureDependencies();
   if (!args.has('--deps-only')) ensureBinaries();
+  if (args.has('--browser')) ensureBrowser();
 } catch (err) {
   log(`failed: ${err.message}`);
   process.exit(1);

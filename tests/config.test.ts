@@ -16,7 +16,7 @@ function problems(env: Record<string, string | undefined>, needs?: Parameters<ty
 
 test('a complete environment loads, with defaults filled in', () => {
   const config = loadConfig(testEnv({ API_PORT: undefined, API_HOST: undefined }));
-  expect(config.api).toEqual({ host: '127.0.0.1', port: 3000, publicUrl: 'http://127.0.0.1:3000', jsonBodyLimit: '1mb' });
+  expect(config.api).toEqual({ host: '127.0.0.1', port: 3000, publicUrl: null, jsonBodyLimit: '1mb' });
   expect(config.masterKey).toHaveLength(32);
   expect(config.plans.byName.get('dharma')!.requestsPerMinute).toBe(180);
   expect([...config.plans.byName.keys()].sort()).toEqual(['bodhi', 'dharma', 'karma', 'nirvana', 'trial']);

@@ -143,3 +143,20 @@ test('a user from before counters is counted once from the records, however many
   expect(fits.status).toBe(201);
   expect(await counterAndSum(small.userId)).toMatchObject({ counter: MiB, sum: MiB });
 }, 60_000);
+
+test('byte counts pass 2 GiB and 4 GiB without wrapping (the storage counter, holds, and the day counters)', async () => {
+  // FerretDB 1.24 wraps an int32 field's `$inc` past 2^31 (measured: 2^30 + 2^30 gave -2^31).
+  const user = await createUser(api);
+  const GiB = 1024 * MiB;
+  const { usage, activity } = api.deps.db;
+  expect(await usage.reserve(user.userId, 1.5 * GiB, 10 * GiB)).toBe(true);
+  expect(await usage.reserve(user.userId, GiB, 10 * GiB)).toBe(true);
+  expect(await usage.used(user.userId)).toBe(2.5 * GiB);
+  await usage.add(user.userId, { files: 3 * GiB, used: 3 * GiB });
+  expect(await usage.used(user.userId)).toBe(5.5 * GiB);
+  expect(await usage.reserve(user.userId, 4.6 * GiB, 10 * GiB)).toBe(false);
+  const at = Date.now();
+  for (let i = 0; i < 3; i++) await activity.record(user.userId, at, { gatewayBytes: 1.5 * GiB, uploadBytes: GiB, storedBytes: GiB });
+  const [day] = await activity.range(user.userId, '2000-01-01', '2999-12-31');
+  expect(day).toMatchObject({ gatewayBytes: 4.5 * GiB, uploadBytes: 3 * GiB, storedBytes: 3 * GiB });
+});

@@ -18,8 +18,9 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   keys create --user ID [--name N] [--expires-in SECONDS]
   keys list --user ID                          list a user's keys (never the full keys)
   plans                                        list the configured plans
-  usage recount --user ID                      recompute a user's storage counter from the records
-                                               (a repair, for an idle account)
+  usage recount --user ID                      recompute a user's storage counter (distinct content:
+                                               held as a file and a pin counts once) from the
+                                               records (a repair, for an idle account)
   sweep --full                                 compare every hold with every Cluster pin and
                                                resync each difference (a running worker does it)`;
 

@@ -4,24 +4,29 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
-import { pinoHttp } from 'pino-http';
+import { requestLog } from '../http.js';
 import { checkCluster, type ClusterClient } from '../../infra/cluster.js';
 import { checkKubo } from '../../infra/kubo.js';
 import type { Logger } from '../../infra/logger.js';
 import { projectRoot } from '../../infra/paths.js';
 import type { Temporal } from '../../infra/temporal/client.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
+import { analyticsRoutes } from './analytics.js';
 import { apiKeyRoutes } from './apikeys.js';
 import { corsRoutes } from './cors.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { fileRoutes } from './files.js';
 import { folderRoutes } from './folders.js';
+import { gatewayRoutes } from './gateway.js';
 import { healthRoutes } from './health.js';
+import { imageRoutes } from './images.js';
 import { guard } from './http/auth.js';
+import { crossOrigin } from './http/cross-origin.js';
 import { createMetrics } from './http/metrics.js';
 import { resource } from './http/routing.js';
 import { ipnsRoutes } from './ipns.js';
 import { pinRoutes } from './pins.js';
+import { signedTokenRoutes } from './signed-tokens.js';
 import { psaRoutes } from '../psa/routes.js';
 import { uploadRoutes } from './uploads/routes.js';
 
@@ -41,17 +46,9 @@ export function createApp(deps: AppDeps): Express {
 
   const metrics = createMetrics();
   app.use(metrics.middleware);
-  app.use(
-    pinoHttp({
-      logger,
-      // Only method and path: headers carry credentials and query strings carry tokens.
-      serializers: {
-        req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, path: req.url.split('?')[0] }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
-    }),
-  );
+  app.use(requestLog(logger, ['/healthz', '/metrics']));
+
+  app.use(crossOrigin);
 
   const unauthenticated = express.Router();
   unauthenticated.use(
@@ -74,11 +71,15 @@ export function createApp(deps: AppDeps): Express {
   const options = { guard: guard(deps), jsonLimit: config.api.jsonBodyLimit };
   app.use(apiKeyRoutes(deps, options));
   app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
+  app.use(signedTokenRoutes(deps, options));
   app.use(fileRoutes(deps, options));
   app.use(pinRoutes(deps, options));
   app.use(folderRoutes(deps, options));
   app.use(ipnsRoutes(deps, options));
   app.use(corsRoutes(deps, options));
+  app.use(gatewayRoutes(deps, options));
+  app.use(analyticsRoutes(deps, options));
+  app.use(imageRoutes(deps, { ...options, registry: metrics.registry }));
   // The pinning service API: its own surface, under /psa.
   app.use('/psa', psaRoutes(deps, options));
 

@@ -9,6 +9,7 @@ import {
   Busy,
   Conflict,
   Forbidden,
+  Gone,
   InvalidInput,
   LimitReached,
   NotFound,
@@ -21,19 +22,9 @@ import {
   Unprocessable,
   TooLarge,
 } from '../usecases/errors.js';
+import { HttpError } from '../http.js';
 
-/** A failure of the HTTP exchange itself, not of a use-case. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly reason: string,
-    readonly details: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(details);
-    this.name = 'HttpError';
-  }
-}
+export { HttpError };
 
 export const methodNotAllowed = (method: string, allowed: string[]) =>
   new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
@@ -50,6 +41,7 @@ const TABLE: [new (...args: never[]) => StupaError, number, (err: never) => Reco
   [Forbidden, 403, () => ({})],
   [NotFound, 404, () => ({})],
   [Conflict, 409, () => ({})],
+  [Gone, 410, () => ({})],
   [TooLarge, 413, () => ({})],
   [UnsupportedContent, 415, () => ({})],
   [Unprocessable, 422, () => ({})],

@@ -1,6 +1,5 @@
-// Starts the REST API on its port with the connections it owns, and stops it gracefully.
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+// Starts the API process's surfaces, each on its own port (the REST API, the gateway), with the
+// connections they share, and stops them gracefully.
 import type { Config } from '../../infra/config.js';
 import { createClusterClient } from '../../infra/cluster.js';
 import { openDatabase } from '../../infra/db/index.js';
@@ -8,37 +7,25 @@ import { createKubo } from '../../infra/kubo.js';
 import type { Logger } from '../../infra/logger.js';
 import { createTemporal } from '../../infra/temporal/client.js';
 import { createJobs } from '../../infra/temporal/jobs.js';
+import { startGateway } from '../gateway/server.js';
+import { listen } from '../listen.js';
 import { createApp, type AppDeps } from './app.js';
 
 export interface ApiServer {
   url: string;
+  /** The gateway's own address (its accounts are subdomains of GATEWAY_PUBLIC_URL's host). */
+  gatewayUrl: string;
   deps: AppDeps;
   close(): Promise<void>;
-}
-
-/** Node answers malformed requests itself, with an empty text body; answer them in JSON too. */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const [status, text, reason] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout', 'REQUEST_TIMEOUT']
-        : [400, 'Bad Request', 'MALFORMED_REQUEST'];
-  const body = JSON.stringify({ error: { reason, details: `the HTTP request could not be parsed (${err.code ?? 'unknown'})` } });
-  socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
 }
 
 export async function startApiServer(config: Config, logger: Logger): Promise<ApiServer> {
   const db = await openDatabase(config.mongodbUri);
   const temporal = createTemporal(config.temporal);
+  // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
+  const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway } };
   const deps: AppDeps = {
-    config,
+    config: served,
     logger,
     db,
     temporal,
@@ -46,28 +33,17 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
     kubo: createKubo(config.kubo.apiUrl),
     cluster: createClusterClient(config.cluster.apiUrl),
   };
-  const server = http.createServer(createApp(deps));
-  server.on('clientError', answerClientError);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.api.port, config.api.host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${config.api.host.includes(':') ? `[${config.api.host}]` : config.api.host}:${port}`;
+  const listening = await listen(createApp(deps), config.api.host, config.api.port, config.shutdownTimeoutMs);
+  served.api.publicUrl ??= listening.url;
+  const gateway = await startGateway(deps);
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      // Stop taking connections, let requests in flight finish, then drop idle keep-alives;
-      // whatever is still open after the timeout is cut.
-      const done = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
-      await done;
-      clearTimeout(timer);
+      await Promise.all([listening.close(), gateway.close()]);
       await db.close();
       await temporal.close();
     })());
 
-  return { url, deps, close };
+  return { url: listening.url, gatewayUrl: gateway.url, deps, close };
 }

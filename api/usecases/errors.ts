@@ -44,6 +44,9 @@ export class NotFound extends StupaError {
 /** The request contradicts the current state, e.g. LAST_API_KEY or EMAIL_TAKEN. */
 export class Conflict extends StupaError {}
 
+/** Content the service will not serve here: no holder of it (the gateway is not an open proxy). */
+export class Gone extends StupaError {}
+
 /** Valid credentials that may not do this (a signed token past its uses or expiry). */
 export class Forbidden extends StupaError {}
 

@@ -148,10 +148,13 @@ export async function deleteFolder(deps: FolderDeps, userId: string, folderId: s
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   for (const folder of order) {
     for (const file of await deps.db.files.inFolder(userId, folder._id)) {
-      // What the delete removed leaves the storage count: a file deleted concurrently (DELETE
-      // /pin) is given back once, by whichever delete removed it.
+      // What the delete removed releases its hold (infra/db/usage.ts): a file deleted
+      // concurrently (DELETE /pin) is released once, by whichever delete removed it.
       const removed = await deps.db.files.delete(file._id);
-      if (removed) await deps.db.usage.add(userId, { files: -removed.size });
+      if (removed) {
+        const released = await deps.db.usage.release(userId, removed.multihash, 'file');
+        await deps.db.activity.tryRecord(userId, Date.now(), { deletes: 1, storedBytes: released.used });
+      }
       await holdsChanged(deps, parseCid(file.cid));
     }
     for (

@@ -35,7 +35,8 @@ export interface IpnsPublished {
 }
 
 const namesKey = (userId: string) => `ipns-names:${userId}`;
-const publishesKey = (userId: string, at: number) => `ipns-publishes:${userId}:${utcMonth(at)}`;
+/** The counter of the user's publishes in the UTC month of `at` (also read by analytics.ts). */
+export const publishesKey = (userId: string, at: number) => `ipns-publishes:${userId}:${utcMonth(at)}`;
 
 function view(name: IpnsNameRecord, now = Date.now()): IpnsNameView {
   const month = utcMonth(now);
@@ -152,6 +153,7 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
     await deps.db.counters.give(counted).catch(() => undefined);
     throw new NotFound('IPNS name');
   }
+  await deps.db.activity.tryRecord(user._id, publishedAt, { publishes: 1 });
   await targetMoved(deps, name._id, advanced.previous, cid);
   try {
     const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);

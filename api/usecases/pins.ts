@@ -57,6 +57,7 @@ export async function requestPin(deps: PinDeps, caller: Caller, input: PinReques
       await deps.db.pins.delete(pin._id);
       throw err;
     }
+    await deps.db.activity.tryRecord(user._id, now, { pins: 1 });
   }
 
   // A failed request starts over; a queued or pinning one is (re)attached to its workflow,
@@ -79,9 +80,9 @@ export async function getPin(deps: PinDeps, userId: string, cid: ParsedCid): Pro
 
 /**
  * Removes the caller's pin and file records for the content, which were its holds; the sync
- * workflow unpins it from Cluster if nobody else holds it. The records' sizes leave the
- * user's storage count by what each delete actually removed, so a concurrent delete of the
- * same records gives nothing back twice.
+ * workflow unpins it from Cluster if nobody else holds it. Each record a delete actually
+ * removed releases its hold (infra/db/usage.ts): the content leaves the user's storage count
+ * with the last of them, and a concurrent delete of the same records gives nothing back twice.
  */
 export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): Promise<{ cid: string }> {
   const [pin, file] = await Promise.all([
@@ -93,8 +94,11 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
   if (pin) await removeRequest(deps, pin);
   if (file) {
     const removed = await deps.db.files.delete(file._id);
-    if (removed) await deps.db.usage.add(userId, { files: -removed.size });
-    if (removed) await fileMoved(deps.db, removed.folderId, null);
+    if (removed) {
+      const released = await deps.db.usage.release(userId, removed.multihash, 'file');
+      await fileMoved(deps.db, removed.folderId, null);
+      await deps.db.activity.tryRecord(userId, Date.now(), { deletes: 1, storedBytes: released.used });
+    }
   }
   await holdsChanged(deps, cid);
   return { cid: pin?.cid ?? file!.cid };
@@ -106,7 +110,11 @@ async function removeRequest(deps: PinDeps, pin: PinRecord): Promise<void> {
   // workflow under the same ID) can be made for this user and content.
   await deps.jobs.cancel(pinJob, { cid: pin.cid, userId: pin.userId });
   const removed = await deps.db.pins.delete(pin._id);
-  if (removed?.status === 'pinned') await deps.db.usage.add(pin.userId, { pinned: -(removed.size ?? 0) });
+  // Only a pinned request was counted (activities/pins.ts); whoever removed it releases it.
+  if (removed?.status === 'pinned') {
+    const released = await deps.db.usage.release(pin.userId, removed.multihash, 'pin');
+    await deps.db.activity.tryRecord(pin.userId, Date.now(), { unpins: 1, storedBytes: released.used });
+  }
 }
 
 // Pin requests by their request ID, as the pinning service API addresses them.

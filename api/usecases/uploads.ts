@@ -8,14 +8,15 @@
 import { Readable, Transform } from 'node:stream';
 import { CID } from 'multiformats/cid';
 import { parseCid } from '../../infra/cid.js';
-import { UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
+import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import type { FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
 import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
-import { InvalidInput, StupaError, Unavailable } from './errors.js';
+import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
 import { fileMoved } from './folders.js';
+import { checkContentType, grantFolder, type UploadGrant } from './signed-tokens.js';
 
 type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
 
@@ -37,9 +38,16 @@ export interface AddedContent {
   car: boolean;
 }
 
+export interface AddOptions {
+  car?: boolean;
+  signal?: AbortSignal;
+  /** The type the client gave the file (checked against a signed token's allowed types). */
+  mimeType?: string;
+}
+
 export interface Upload {
   /** Streams the content into Kubo, as one UnixFS file or (`car`) a CAR with a single root. */
-  add(source: Readable | Uint8Array, options?: { car?: boolean; signal?: AbortSignal }): Promise<AddedContent>;
+  add(source: Readable | Uint8Array, options?: AddOptions): Promise<AddedContent>;
   /**
    * Records the added content as the caller's file and holds it. `describe` gives the details
    * (a surface may validate them only now, e.g. form fields that came after the file); if it
@@ -53,25 +61,62 @@ function kuboFailure(err: unknown): Error {
   return err instanceof StupaError ? err : new Unavailable('kubo');
 }
 
+const tooLarge = (max: number) => new TooLarge('FILE_TOO_LARGE', `this upload token accepts files of at most ${max} bytes`);
+
 /**
  * Begins an upload: refused at once when the account is full, or when `declaredBytes` (a body
- * length with some framing around the file, when the surface knows it) is far over what is left.
+ * length with some framing around the file, when the surface knows it) is far over what is left
+ * or over a signed token's `maxFileSize`. With a `grant` (a signed upload token's rules) the
+ * bytes are also cut off past its size and their type checked before Kubo sees them.
  */
-export async function beginUpload(deps: UploadDeps, caller: Caller, options: { declaredBytes?: number } = {}): Promise<Upload> {
+export async function beginUpload(
+  deps: UploadDeps,
+  caller: Caller,
+  options: { declaredBytes?: number; grant?: UploadGrant } = {},
+): Promise<Upload> {
   const { user, plan } = caller;
+  const { grant } = options;
+  const framed = Math.max(1, (options.declaredBytes ?? 0) - MB);
+  if (grant?.maxFileSize != null && framed > grant.maxFileSize) throw tooLarge(grant.maxFileSize);
   const left = await quickStorageLeft(deps.db, user._id, plan);
-  assertStorageFits(plan, plan.storageMB * MB - left, Math.max(1, (options.declaredBytes ?? 0) - MB));
+  assertStorageFits(plan, plan.storageMB * MB - left, framed);
+  const maxFile = grant?.maxFileSize ?? Infinity;
 
   return {
-    async add(source, { car = false, signal } = {}) {
+    async add(source, { car = false, signal, mimeType = 'application/octet-stream' } = {}) {
+      const allowed = grant?.allowedMimeTypes;
+      if (car && allowed) throw new UnsupportedContent('MIME_TYPE_NOT_ALLOWED', 'this upload token takes files of given types, not CARs');
       let bytes = 0;
-      let overLimit: Error | undefined;
+      let refused: Error | undefined;
+      // With allowed types, the first SNIFF_BYTES are held back until their type is checked.
+      let head: Buffer[] | undefined = allowed ? [] : undefined;
+      let headBytes = 0;
+      const release = (stream: Transform, done: (err?: Error | null) => void) => {
+        const bytesSoFar = Buffer.concat(head!);
+        head = undefined;
+        checkContentType(allowed!, mimeType, bytesSoFar).then(
+          () => {
+            stream.push(bytesSoFar);
+            done();
+          },
+          (err: Error) => done((refused = err)),
+        );
+      };
       // A Transform rather than an async generator: streams pass chunks on without a promise each.
       const counted = new Transform({
         transform(chunk: Buffer, _encoding, done) {
           bytes += chunk.length;
-          if (bytes > left) return done((overLimit = storageFull(plan)));
-          done(null, chunk);
+          if (bytes > maxFile) return done((refused = tooLarge(maxFile)));
+          if (bytes > left) return done((refused = storageFull(plan)));
+          if (!head) return done(null, chunk);
+          head.push(chunk);
+          headBytes += chunk.length;
+          if (headBytes >= SNIFF_BYTES) release(this, done);
+          else done();
+        },
+        flush(done) {
+          if (head) release(this, done);
+          else done();
         },
       });
       const input = source instanceof Uint8Array ? Readable.from([source]) : source;
@@ -81,14 +126,15 @@ export async function beginUpload(deps: UploadDeps, caller: Caller, options: { d
         if (car) return { cid: await importCar(deps, counted, signal), bytes, dagSize: null, car };
         return { ...(await addFile(deps, counted, signal)), bytes, car };
       } catch (err) {
-        // Kubo reports the aborted body as its own error; the limit is the real cause.
-        throw overLimit ?? kuboFailure(err);
+        // Kubo reports the aborted body as its own error; the refusal is the real cause.
+        throw refused ?? kuboFailure(err);
       }
     },
 
     async record(added, describe) {
       try {
         const details = describe();
+        if (grant) details.folderId = grantFolder(grant, details.folderId);
         const sizes = added.car ? await carSizes(deps, added.cid) : { size: added.bytes, dagSize: added.dagSize };
         return await recordFile(deps, caller, { cid: added.cid, ...sizes }, details);
       } catch (err) {
@@ -135,11 +181,12 @@ async function dropCarRoot(deps: UploadDeps, root: CID): Promise<void> {
 }
 
 /**
- * Records added content as the user's file and holds it. The bytes are reserved against the
- * quota first, in one atomic update of the user's counter (infra/db/usage.ts), so concurrent
- * uploads cannot together pass the quota and none waits for another. Uploading the same content
- * again replaces the record and counts its size once: the reservation is the difference from
- * the record as read, corrected by the record the upsert actually replaced.
+ * Records added content as the user's file and holds it. What it adds to the user's distinct
+ * storage (nothing if the user holds the content already, as a file or a pin) is reserved against
+ * the quota first, in one atomic update of the user's counter (infra/db/usage.ts), so concurrent
+ * uploads cannot together pass the quota and none waits for another. The reservation is then
+ * settled by what happened: a new record is a new file hold, counted by what its holding update
+ * actually changed; a replaced record (the same content again) holds nothing new.
  */
 async function recordFile(
   deps: UploadDeps,
@@ -152,8 +199,7 @@ async function recordFile(
   if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
     throw new InvalidInput(`folder ${details.folderId} not found`, 'FOLDER_NOT_FOUND');
   }
-  const assumed = (await deps.db.files.findForUser(user._id, cid.multihash))?.size ?? 0;
-  const reserved = added.size - assumed;
+  const reserved = await deps.db.usage.cost(user._id, cid.multihash, 'file', added.size);
   await reserveStorage(deps.db, user._id, plan, reserved);
   const now = Date.now();
   let written: { file: FileRecord; previous: FileRecord | null };
@@ -176,12 +222,13 @@ async function recordFile(
   } catch (err) {
     // Nothing was recorded: the reservation goes back. The write's own failure is what the
     // caller hears; a give-back that fails too leaves the counter high (usage recount).
-    await deps.db.usage.add(user._id, { files: -reserved }).catch(() => undefined);
+    await deps.db.usage.add(user._id, { used: -reserved }).catch(() => undefined);
     throw err;
   }
-  // A concurrent upload or delete of the same content may have changed the record since it
-  // was read: what the upsert replaced is what leaves the count.
-  await deps.db.usage.add(user._id, { files: assumed - (written.previous?.size ?? 0) });
+  let stored = 0;
+  if (written.previous) await deps.db.usage.add(user._id, { used: -reserved });
+  else stored = (await deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved)).used;
+  await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
   await fileMoved(deps.db, written.previous?.folderId, written.file.folderId);
   await holdsChanged(deps, cid, { kind: 'file', key: written.file._id });
   return written.file;

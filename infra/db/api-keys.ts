@@ -1,8 +1,9 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { AUTH_MEMORY_MS, LAST_USED_FLUSH_MS } from '../constants.js';
+import { AUTH_MEMORY_MS } from '../constants.js';
 import { rememberReads } from './by-id.js';
 import { count } from './count.js';
+import { createUseRecorder } from './last-used.js';
 
 export interface ApiKey {
   /** The key prefix (first 12 characters): public, unique, the S3 access key id later. */
@@ -36,20 +37,7 @@ export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
   const byPrefix = rememberReads((prefix: string) => Keys.findById(prefix).lean<ApiKey>().exec(), AUTH_MEMORY_MS);
   const get = byPrefix.get;
-  // lastUsedAt is gathered in memory and written in one bulk every few seconds, so a
-  // request costs no database write for it. Readers of this process see the pending values.
-  const pendingUse = new Map<string, number>();
-  let timer: NodeJS.Timeout | undefined;
-
-  async function flushUse(): Promise<void> {
-    if (pendingUse.size === 0) return;
-    const batch = [...pendingUse];
-    pendingUse.clear();
-    await Keys.bulkWrite(
-      batch.map(([id, at]) => ({ updateOne: { filter: { _id: id }, update: { $max: { lastUsedAt: at } } } })),
-      { ordered: false },
-    );
-  }
+  const uses = createUseRecorder(Keys);
 
   return {
     model: Keys,
@@ -69,10 +57,7 @@ export function createApiKeyStore(conn: Connection) {
 
     async listForUser(userId: string): Promise<ApiKey[]> {
       const keys = await Keys.find({ userId }).sort({ createdAt: 1, _id: 1 }).lean<ApiKey[]>().exec();
-      return keys.map((k) => {
-        const pending = pendingUse.get(k._id);
-        return pending && pending > (k.lastUsedAt ?? 0) ? { ...k, lastUsedAt: pending } : k;
-      });
+      return keys.map(uses.withPending);
     },
 
     /** Keys of the user other than `exceptId` that can still authenticate at `now`. */
@@ -88,27 +73,13 @@ export function createApiKeyStore(conn: Connection) {
       if (key?.userId !== userId) return false;
       const res = await Keys.deleteOne({ _id: id }).exec();
       byPrefix.forget(id);
-      pendingUse.delete(id);
+      uses.forget(id);
       return res.deletedCount === 1;
     },
 
-    recordUse(id: string, at: number): void {
-      pendingUse.set(id, at);
-      if (!timer) {
-        timer = setTimeout(() => {
-          timer = undefined;
-          flushUse().catch(() => undefined);
-        }, LAST_USED_FLUSH_MS);
-        timer.unref();
-      }
-    },
-
-    /** Writes pending lastUsedAt values now (graceful shutdown, tests). */
-    async flush(): Promise<void> {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      await flushUse();
-    },
+    /** lastUsedAt, written in batches (last-used.ts). */
+    recordUse: uses.record,
+    flush: uses.flush,
   };
 }
 

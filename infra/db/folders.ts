@@ -66,6 +66,9 @@ export function createFolderStore(conn: Connection) {
       }
     },
 
+    /** The user's top-level folder of this name (names are unique among siblings). */
+    topLevelByName: (userId: string, name: string) => Folders.findOne({ userId, parentFolderId: null, name }).lean<FolderRecord>().exec(),
+
     /** The folder if it is the user's; another user's folder is as good as missing. */
     async findForUser(userId: string, folderId: string): Promise<FolderRecord | null> {
       // By `_id` alone, the owner checked after (by-id.ts).

@@ -20,12 +20,15 @@ export interface Held {
   origins: string[];
 }
 
+/** A holding record as `holdersOf` finds it: also its ID and whose it is. */
+export type Holder = Held & { id: string; userId: string };
+
 /** One kind of record that holds content. Each store that has such records provides one. */
 export interface HolderKind {
   /** The kind's name in `HolderRef`s and holder IDs (`<kind>:<id>`). */
   kind: string;
   /** Every record of this kind that holds the multihash. Used for decisions to unpin. */
-  holdersOf(multihash: string): Promise<(Held & { id: string })[]>;
+  holdersOf(multihash: string): Promise<Holder[]>;
   /** The record with this `_id`, if it exists and holds its content. By `_id` alone. */
   holds(key: string): Promise<Held | null>;
   /** Every multihash records of this kind hold, with a CID to pin it by (for the sweep). */
@@ -34,13 +37,16 @@ export interface HolderKind {
 
 /** The kind of record that holds its content for as long as it exists (files, snapshots):
  * its `_id` is the holder's ID, and it has the content's `cid` and `multihash`. */
-export function existenceHolder<T extends { _id: string; cid: string; multihash: string }>(kind: string, records: Model<T>): HolderKind {
-  type Row = Pick<T, '_id' | 'cid' | 'multihash'>;
+export function existenceHolder<T extends { _id: string; userId: string; cid: string; multihash: string }>(
+  kind: string,
+  records: Model<T>,
+): HolderKind {
+  type Row = Pick<T, '_id' | 'userId' | 'cid' | 'multihash'>;
   return {
     kind,
     async holdersOf(multihash) {
-      const rows = await records.find({ multihash }, { cid: 1 }).lean<Row[]>().exec();
-      return rows.map((r) => ({ id: r._id, cid: r.cid, origins: [] }));
+      const rows = await records.find({ multihash }, { cid: 1, userId: 1 }).lean<Row[]>().exec();
+      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid, origins: [] }));
     },
     async holds(key) {
       const row = await records.findById(key, { cid: 1 }).lean<Row>().exec();
@@ -53,6 +59,8 @@ export function existenceHolder<T extends { _id: string; cid: string; multihash:
 export interface Holds {
   /** Holders of the content, e.g. `pin:<requestId>`, `file:<fileId>`. */
   holders: string[];
+  /** The users those holders belong to, each once. */
+  users: string[];
   /** A CID to pin it by (the first holder's), when held. */
   cid?: string;
   /** Origins of every holder, for Cluster. */
@@ -70,6 +78,7 @@ export function createHolds(kinds: HolderKind[]) {
       const all = found.flat();
       return {
         holders: all.map((h) => `${h.kind}:${h.id}`),
+        users: [...new Set(all.map((h) => h.userId))],
         cid: all[0]?.cid,
         origins: [...new Set(all.flatMap((h) => h.origins))],
       };

@@ -2,10 +2,12 @@
 // Every state change is a single-document atomic operation (no transactions: FerretDB 1.24
 // has none, and these are also what scales on a real MongoDB).
 import mongoose from 'mongoose';
+import { createActivityStore } from './activity.js';
 import { createApiKeyStore } from './api-keys.js';
 import { createCorsStore } from './cors.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
+import { createGatewayTokenStore } from './gateway-tokens.js';
 import { createHoldChangeStore } from './hold-changes.js';
 import { createHolds } from './holds.js';
 import { createCounterStore } from './counters.js';
@@ -14,6 +16,7 @@ import { createLockStore } from './locks.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
+import { createSignedTokenStore } from './signed-tokens.js';
 import { createSnapshotStore } from './snapshots.js';
 import { createUsageStore } from './usage.js';
 import { createUserStore } from './users.js';
@@ -37,16 +40,26 @@ export async function openDatabase(uri: string) {
   const snapshotListings = createSnapshotListingStore(connection);
   const ipnsNames = createIpnsNameStore(connection);
   const counters = createCounterStore(connection);
+  const signedTokens = createSignedTokenStore(connection);
+  const gatewayTokens = createGatewayTokenStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder]);
-  // Storage use is counted (usage.ts); the records are summed only once per user from before
-  // counters existed.
-  const usage = createUsageStore(connection, async (userId) => {
-    const [f, p] = await Promise.all([files.totalSize(userId), pins.totalPinnedSize(userId)]);
-    return { files: f, pinned: p };
-  });
   const holdChanges = createHoldChangeStore(connection);
   const locks = createLockStore(connection);
+  // Storage use is counted over distinct content (usage.ts); the records are read only to
+  // rebuild a user counted before, once, and by the operator's recount.
+  const usage = createUsageStore(connection, locks, async (userId) => {
+    type Held = { multihash: string; size: number | null };
+    const [f, p] = await Promise.all([
+      files.model.find({ userId }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      pins.model.find({ userId, status: 'pinned' }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+    ]);
+    return [
+      ...f.map((r) => ({ kind: 'file' as const, multihash: r.multihash, size: r.size ?? 0 })),
+      ...p.map((r) => ({ kind: 'pin' as const, multihash: r.multihash, size: r.size ?? 0 })),
+    ];
+  });
+  const activity = createActivityStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
     connection,
@@ -63,13 +76,16 @@ export async function openDatabase(uri: string) {
     snapshotListings,
     ipnsNames,
     counters,
+    signedTokens,
+    gatewayTokens,
     usage,
+    activity,
     locks,
     async ping(): Promise<void> {
       await connection.db!.admin().ping();
     },
     async close(): Promise<void> {
-      await Promise.all([apiKeys.flush(), rateLimits.flush()]).catch(() => undefined);
+      await Promise.all([apiKeys.flush(), gatewayTokens.flush(), rateLimits.flush()]).catch(() => undefined);
       await connection.close();
     },
   };

@@ -63,8 +63,8 @@ export function createIpnsNameStore(conn: Connection) {
   const holder: HolderKind = {
     kind: 'ipns',
     async holdersOf(multihash) {
-      const rows = await Names.find({ multihash }, { cid: 1 }).lean<Pick<IpnsNameRecord, '_id' | 'cid'>[]>().exec();
-      return rows.map((r) => ({ id: r._id, cid: r.cid!, origins: [] }));
+      const rows = await Names.find({ multihash }, { cid: 1, userId: 1 }).lean<Pick<IpnsNameRecord, '_id' | 'userId' | 'cid'>[]>().exec();
+      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid!, origins: [] }));
     },
     async holds(key) {
       const row = await Names.findById(key, { cid: 1 }).lean<Pick<IpnsNameRecord, 'cid'>>().exec();

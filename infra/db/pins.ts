@@ -137,10 +137,10 @@ export function createPinStore(conn: Connection) {
   const holder: HolderKind = {
     kind: 'pin',
     async holdersOf(multihash) {
-      const rows = await Pins.find({ multihash, ...holding }, { requestId: 1, cid: 1, origins: 1 })
-        .lean<Pick<PinRecord, 'requestId' | 'cid' | 'origins'>[]>()
+      const rows = await Pins.find({ multihash, ...holding }, { requestId: 1, userId: 1, cid: 1, origins: 1 })
+        .lean<Pick<PinRecord, 'requestId' | 'userId' | 'cid' | 'origins'>[]>()
         .exec();
-      return rows.map((r) => ({ id: r.requestId, cid: r.cid, origins: r.origins ?? [] }));
+      return rows.map((r) => ({ id: r.requestId, userId: r.userId, cid: r.cid, origins: r.origins ?? [] }));
     },
     async holds(key) {
       const pin = await get(key);

@@ -1,135 +1,299 @@
-// Storage use per user, counted: one document per user (`_id` = userId) that every change of a
-// file record or of a pin's `pinned` size adjusts with a single-document atomic update. It
-// replaces summing the user's records at each upload, which grew with the user's records, and
-// the per-user lock that made concurrent uploads of one account wait (or fail BUSY).
+// Storage use per user, counted over DISTINCT content: content a user holds twice (uploaded as
+// a file and also pinned) counts once. No request sums records: a counter per user, adjusted
+// by single-document atomic updates, also makes the quota one conditional update, so
+// concurrent uploads of an account neither pass it together nor wait for each other.
 //
-// Exactness rests on two rules the callers follow:
-// - Each adjustment is derived from the record write that caused it, as that write reported
-//   it: the document an upsert replaced, the one a delete removed, the transition a pin made.
-//   Two requests racing on one record therefore adjust by what each actually changed.
-// - Whoever changes a user's records calls `ensure` first (`reserve` and `used` do it
-//   themselves). See `ensure` for why that makes the one-time backfill exact.
+// Two collections:
+// - `usage`, one document per user (`_id` = userId): `used`, the bytes of the distinct
+//   content the user holds (what the quota limits); `files` and `pinned`, the bytes of the
+//   content held by a file record / by a pinned pin request (each counted once per content;
+//   their sum exceeds `used` by what is held both ways); `distinct: true` once the user is
+//   counted this way.
+// - `usage_holds`, one document per user and content, at the key the user's file record and
+//   pin request of that content share (`<userId>:<multihash>`, by-id.ts): `file` and `pin`,
+//   how many records of each kind hold it (0 or 1 once writes settle), and `size`, the
+//   content's bytes (the largest any holder reported: a pin whose size Kubo could not tell
+//   reports 0).
 //
-// A process that dies between a record write and its adjustment (milliseconds apart) leaves
-// the counter off by that record; `npm run admin -- usage recount --user ID` recomputes it.
+// The rule that keeps `used` exact: a holding document counts `size` when `file > 0 || pin >
+// 0`, else 0; every change of it is one atomic findOneAndUpdate that returns the document as
+// it was, and the caller adjusts the user's counters by exactly what that update changed
+// (after − before, the "after" computed from the "before" and the update). `used` therefore
+// moves by +size only on the update that took the content from held by none to held by some,
+// and by −size only on the one that took it back: a second holder, or the second of two
+// concurrent deletes, changes nothing. The counts are increments (+1 when a record starts to
+// hold, −1 when it stops), not flags: a record's write and its count's change are two
+// documents, and increments commute, so an upload and a delete of one file interleaving
+// between their two writes still leave the counts equal to the records (a −1 landing before
+// its +1 passes through −1, which holds nothing, and ends at 0).
 //
-// Each operation here finds its document by `_id` through the index, and each update is
-// atomic: on a MongoDB by itself, on the local stack's FerretDB through its patches
-// (infra/stack/patches/ferretdb/: 0002 uses the `_id` index for a filter with more than the
-// `_id`, 0003 makes a single-document update atomic; tests/usage.test.ts races 20 uploads).
+// Holding documents are never deleted, only brought to 0 (then they weigh nothing): on the
+// stack's FerretDB only updates are serialised, so a conditional delete could remove a document
+// that a concurrent +1 had just changed. There is one per user and content ever held.
+//
+// The quota: an upload first reads the holding document to learn what holding it as a file
+// would add (nothing when the user pins it already, or uploaded it before), reserves that
+// with one conditional update of `used` (`reserve`), writes its file record, and settles the
+// reservation with the holding update's actual change (`hold(…, reserved)`). A pin is counted
+// when it becomes `pinned` (activities/pins.ts), unconditionally, as before this design. The
+// one gap, also as before: content whose other hold is removed between the read and the
+// update is counted without a quota check, so `used` can pass the quota by that content's
+// size (never by concurrent new content). A process that dies between a record write and its
+// holding update leaves both off by that record until `npm run admin -- usage recount`.
+//
+// Users counted before (no document, or one without `distinct`) are rebuilt once from their
+// records (`ensure`), under a lock that every writer of that user meets first: whoever
+// changes a user's records calls `ensure` before (`reserve` and `used` do it themselves), so
+// no record changes while its holding documents are rebuilt.
+//
+// Each operation finds its documents by `_id` (or the {userId} index, for a rebuild), and each
+// update is atomic: on a MongoDB by itself, on the local stack's FerretDB through its patches
+// (infra/stack/patches/ferretdb/0003 serialises read-modify-write commands per collection;
+// tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS } from '../constants.js';
+import { userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
+import type { LockStore } from './locks.js';
+import { BYTES } from './bytes.js';
 
 export interface UsageRecord {
   /** The userId. */
   _id: string;
-  /** Bytes of the user's file records. */
+  /** Bytes of the distinct content held by the user's file records. */
   files: number;
-  /** Bytes of the user's pin requests that are `pinned`. */
+  /** Bytes of the distinct content held by the user's pinned pin requests. */
   pinned: number;
-  /** files + pinned, kept as one field so that the quota is a single-field condition. */
+  /** Bytes of the distinct content the user holds either way: what the quota limits. */
   used: number;
+  /** Counted over distinct content, with holding documents (absent: to be rebuilt). */
+  distinct?: boolean;
 }
 
+export type HoldKind = 'file' | 'pin';
+
+export interface HoldRecord {
+  /** `<userId>:<multihash>`. */
+  _id: string;
+  userId: string;
+  file: number;
+  pin: number;
+  size: number;
+}
+
+/** A change of the counters; `used` defaults to files + pinned (content held one way only). */
 export interface UsageChange {
   files?: number;
   pinned?: number;
+  used?: number;
 }
 
-const schema = new Schema<UsageRecord>(
+export type Weight = Required<UsageChange>;
+
+/** What a user's records hold, one entry per record (for the rebuild). */
+export type HoldsFromRecords = (userId: string) => Promise<{ kind: HoldKind; multihash: string; size: number }[]>;
+
+const usageSchema = new Schema<UsageRecord>(
   {
     _id: { type: String, required: true },
-    files: { type: Number, required: true },
-    pinned: { type: Number, required: true },
-    used: { type: Number, required: true },
+    // Doubles (BYTES): FerretDB 1.24 wraps an int32 field's `$inc` past 2^31.
+    files: { type: BYTES, required: true },
+    pinned: { type: BYTES, required: true },
+    used: { type: BYTES, required: true },
+    distinct: { type: Boolean },
   },
   { versionKey: false },
 );
 
-/** Counts a user's bytes from the records themselves: the slow path, once per user. */
-export type CountFromRecords = (userId: string) => Promise<{ files: number; pinned: number }>;
+const holdSchema = new Schema<HoldRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    file: { type: Number, required: true },
+    pin: { type: Number, required: true },
+    size: { type: BYTES, required: true },
+  },
+  { versionKey: false },
+);
+holdSchema.index({ userId: 1 });
 
-const increments = (change: UsageChange) => {
-  const files = change.files ?? 0;
-  const pinned = change.pinned ?? 0;
-  return { files, pinned, used: files + pinned };
-};
+/** What a holding document counts. */
+function weigh(doc: Partial<HoldRecord> | null | undefined): Weight {
+  const size = doc?.size ?? 0;
+  const file = (doc?.file ?? 0) > 0;
+  const pin = (doc?.pin ?? 0) > 0;
+  return { files: file ? size : 0, pinned: pin ? size : 0, used: file || pin ? size : 0 };
+}
 
-export function createUsageStore(conn: Connection, countFromRecords: CountFromRecords) {
-  const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', schema, 'usage');
+const difference = (after: Weight, before: Weight): Weight => ({
+  files: after.files - before.files,
+  pinned: after.pinned - before.pinned,
+  used: after.used - before.used,
+});
+
+/** The holding document after `step` records of `kind` (and `size`) change it. */
+const stepped = (before: Partial<HoldRecord> | null, kind: HoldKind, step: number, size: number): Partial<HoldRecord> => ({
+  file: (before?.file ?? 0) + (kind === 'file' ? step : 0),
+  pin: (before?.pin ?? 0) + (kind === 'pin' ? step : 0),
+  size: Math.max(before?.size ?? 0, size),
+});
+
+export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRecords: HoldsFromRecords) {
+  const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', usageSchema, 'usage');
+  const Holds: Model<HoldRecord> = conn.model<HoldRecord>('UsageHold', holdSchema, 'usage_holds');
+
+  const counted = async (userId: string) => (await Usage.exists({ _id: userId, distinct: true })) !== null;
 
   /**
-   * Makes sure the user's document exists. A user created before counters existed has records
-   * but no document: it is computed once from the records (the old aggregates) and inserted
-   * only if still absent, so of two requests that both find it missing one inserts and the
-   * other's count is dropped, never added. The count is exact because every writer of records
-   * calls this before its write: the document then exists before any record changes, so the
-   * inserted count (computed while it did not exist yet) includes no change that also adjusts
-   * it, and misses none that happened earlier.
+   * Rebuilds the user's holding documents and counters from the records. Callers hold the
+   * user's lock, and (but for an operator's recount of an idle account) no writer runs: every
+   * writer waits in `ensure`.
    */
-  async function ensure(userId: string): Promise<void> {
-    if (await Usage.exists({ _id: userId })) return;
-    const counted = await countFromRecords(userId);
-    await insertIfAbsent(userId, counted);
+  async function rebuild(userId: string): Promise<Weight> {
+    const records = await holdsFromRecords(userId);
+    const byContent = new Map<string, Partial<HoldRecord>>();
+    for (const r of records) {
+      const key = userContentKey(userId, r.multihash);
+      byContent.set(key, stepped(byContent.get(key) ?? null, r.kind, 1, r.size));
+    }
+    // Content no record holds any more (left by a process that died mid-change) holds nothing.
+    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0 } }).exec();
+    const entries = [...byContent];
+    for (let i = 0; i < entries.length; i += 1000) {
+      await Holds.bulkWrite(
+        entries.slice(i, i + 1000).map(([_id, doc]) => ({
+          updateOne: { filter: { _id }, update: { $set: { userId, ...doc } }, upsert: true },
+        })),
+        { ordered: false },
+      );
+    }
+    const total: Weight = { files: 0, pinned: 0, used: 0 };
+    for (const doc of byContent.values()) {
+      const w = weigh(doc);
+      total.files += w.files;
+      total.pinned += w.pinned;
+      total.used += w.used;
+    }
+    await Usage.updateOne({ _id: userId }, { $set: { ...total, distinct: true } }, { upsert: true }).exec();
+    return total;
   }
 
-  async function insertIfAbsent(userId: string, counted: { files: number; pinned: number }): Promise<void> {
+  const withUserLock = <T>(userId: string, fn: () => Promise<T>) =>
+    locks.withLock(`usage:${userId}`, fn, { ttlMs: USAGE_REBUILD_LOCK_MS, waitMs: USAGE_REBUILD_WAIT_MS });
+
+  /**
+   * Makes sure the user is counted over distinct content. A user from before (no document, or
+   * one without `distinct`) is rebuilt from the records, once: under the user's lock, checked
+   * again inside it, so of many requests that find it missing one rebuilds and the others wait.
+   * Exact because every writer of records calls this before its write (see the top).
+   */
+  async function ensure(userId: string): Promise<void> {
+    if (await counted(userId)) return;
+    await withUserLock(userId, async () => {
+      if (!(await counted(userId))) await rebuild(userId);
+    });
+  }
+
+  /** Applies a change to the user's counters. */
+  async function add(userId: string, change: UsageChange): Promise<void> {
+    const files = change.files ?? 0;
+    const pinned = change.pinned ?? 0;
+    const used = change.used ?? files + pinned;
+    if (files === 0 && pinned === 0 && used === 0) return;
+    await Usage.updateOne({ _id: userId }, { $inc: { files, pinned, used } }).exec();
+  }
+
+  /**
+   * One atomic step of the user's holding document of the content: `step` records of `kind`
+   * start (+1) or stop (−1) holding it. The user's counters move by what that changed, less
+   * `reserved` bytes of `used` already counted for it. Returns what it changed.
+   */
+  async function step(userId: string, multihash: string, kind: HoldKind, by: 1 | -1, size: number, reserved: number): Promise<Weight> {
+    const _id = userContentKey(userId, multihash);
+    const update = {
+      $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0 },
+      // Only a holder that starts may raise the size; $max also creates the field at 0.
+      $max: { size: by > 0 ? size : 0 },
+      $setOnInsert: { userId },
+    };
+    // No projection: FerretDB 1.24 refuses findAndModify's `fields`.
+    const write = () => Holds.findOneAndUpdate({ _id }, update, { upsert: true, returnDocument: 'before' }).lean<HoldRecord>().exec();
+    let before: HoldRecord | null;
     try {
-      await Usage.create({ _id: userId, ...increments(counted) });
+      before = await write();
     } catch (err) {
+      // Two first holds racing: the other inserted it, so this one is an update (files.ts).
       if (!isDuplicateKey(err)) throw err;
+      before = await write();
     }
+    const changed = difference(weigh(stepped(before, kind, by, by > 0 ? size : 0)), weigh(before));
+    await add(userId, { ...changed, used: changed.used - reserved });
+    return changed;
   }
 
   return {
     model: Usage,
+    holds: Holds,
     ensure,
+    add,
 
-    /** A new user stores nothing yet: no backfill needed later. */
-    init: (userId: string) => insertIfAbsent(userId, { files: 0, pinned: 0 }),
+    /** A new user holds nothing yet: counted from zero, never rebuilt. */
+    async init(userId: string): Promise<void> {
+      try {
+        await Usage.create({ _id: userId, files: 0, pinned: 0, used: 0, distinct: true });
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
+    },
 
-    /** Bytes the user stores now (files plus pinned content). */
+    /** Bytes of the distinct content the user holds now. */
     async used(userId: string): Promise<number> {
-      let row = await Usage.findById(userId, { used: 1 }).lean<Pick<UsageRecord, 'used'>>().exec();
-      if (!row) {
+      const read = () => Usage.findById(userId, { used: 1, distinct: 1 }).lean<Pick<UsageRecord, 'used' | 'distinct'>>().exec();
+      let row = await read();
+      if (!row?.distinct) {
         await ensure(userId);
-        row = await Usage.findById(userId, { used: 1 }).lean<Pick<UsageRecord, 'used'>>().exec();
+        row = await read();
       }
       return row?.used ?? 0;
     },
 
     /**
-     * Adds `bytes` of files (negative: frees them) if the total stays within `limit`, in one
-     * conditional update: concurrent reservations can never together pass the limit, and none
-     * waits for another. False when it does not fit.
+     * Adds `bytes` to `used` if it stays within `limit`, in one conditional update: concurrent
+     * reservations can never together pass the limit, and none waits for another. False when
+     * it does not fit. Settled by `hold` (or given back with `add`).
      */
     async reserve(userId: string, bytes: number, limit: number): Promise<boolean> {
-      // No projection: FerretDB 1.24 refuses findAndModify's `fields`.
       const attempt = () =>
-        Usage.findOneAndUpdate({ _id: userId, used: { $lte: limit - bytes } }, { $inc: increments({ files: bytes }) })
+        Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - bytes } }, { $inc: { used: bytes } })
           .lean()
           .exec();
       if (await attempt()) return true;
-      // No match: over the limit, or no document yet (a user from before counters).
-      if (await Usage.exists({ _id: userId })) return false;
+      // No match: over the limit, or a user still to be rebuilt.
+      if (await counted(userId)) return false;
       await ensure(userId);
       return (await attempt()) !== null;
     },
 
-    /** Applies what a record write changed. The caller called `ensure` before that write. */
-    async add(userId: string, change: UsageChange): Promise<void> {
-      const inc = increments(change);
-      if (inc.files === 0 && inc.pinned === 0) return;
-      await Usage.updateOne({ _id: userId }, { $inc: inc }).exec();
+    /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
+     * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
+    async cost(userId: string, multihash: string, kind: HoldKind, size: number): Promise<number> {
+      const before = await Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec();
+      return difference(weigh(stepped(before, kind, 1, size)), weigh(before)).used;
     },
 
-    /** Recomputes the user's document from the records (an operator's repair, for an account
-     * that is idle: changes made while it counts may be lost). */
+    /** A record of `kind` started holding the content: counted, less what was reserved for it. */
+    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved = 0) =>
+      step(userId, multihash, kind, 1, size, reserved),
+
+    /** A record of `kind` stopped holding the content (whoever removed the record, only they). */
+    release: (userId: string, multihash: string, kind: HoldKind) => step(userId, multihash, kind, -1, 0, 0),
+
+    /** Recomputes the user's holding documents and counters from the records (an operator's
+     * repair, for an account that is idle: changes made while it counts may be lost). */
     async recount(userId: string): Promise<UsageRecord> {
-      const counted = increments(await countFromRecords(userId));
-      await Usage.updateOne({ _id: userId }, { $set: counted }, { upsert: true }).exec();
-      return { _id: userId, ...counted };
+      const total = await withUserLock(userId, () => rebuild(userId));
+      return { _id: userId, ...total, distinct: true };
     },
   };
 }

@@ -59,6 +59,9 @@ function localSettings(ports: KuboPorts): Record<string, unknown> {
   return {
     'Addresses.API': `/ip4/127.0.0.1/tcp/${ports.api}`,
     'Addresses.Gateway': `/ip4/127.0.0.1/tcp/${ports.gateway}`,
+    // The service's gateway reads through this one (infra/kubo-gateway.ts): only blocks the
+    // node has, never a fetch from the network on a reader's behalf.
+    'Gateway.NoFetch': true,
     // TCP on loopback only: no QUIC/WebTransport/WebRTC listeners, no /ip6.
     'Addresses.Swarm': [`/ip4/127.0.0.1/tcp/${ports.swarm}`],
     'Addresses.Announce': [],

@@ -19,7 +19,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { masterKeyFile } from '../config.js';
-import { DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_DATA_DIR, DEFAULT_STACK_PORT_BASE } from '../constants.js';
+import {
+  DEFAULT_API_HOST,
+  DEFAULT_API_PORT,
+  DEFAULT_DATA_DIR,
+  DEFAULT_GATEWAY_DOMAIN,
+  DEFAULT_GATEWAY_PORT,
+  DEFAULT_STACK_PORT_BASE,
+} from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
 import { updateStackFile } from './stack-file.js';
@@ -126,9 +133,12 @@ async function main(): Promise<void> {
     MONGODB_URI: endpoints.mongodbUri,
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
     KUBO_API_URL: endpoints.kuboApiUrl,
+    ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
     CLUSTER_API_URL: endpoints.clusterApiUrl,
   };
   const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
+  const gatewayUrl =
+    process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT}`;
   if (!stackOnly) {
     const worker = runService('worker', 'workers/main.ts', env);
     const api = runService('api', 'api/main.ts', env);
@@ -138,7 +148,12 @@ async function main(): Promise<void> {
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
-    ...(stackOnly ? [] : [`  REST API      ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json, readiness: ${apiUrl}/readyz)`]),
+    ...(stackOnly
+      ? []
+      : [
+          `  REST API      ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json, readiness: ${apiUrl}/readyz)`,
+          `  Gateway       ${gatewayUrl}   (each account's is a subdomain: gatewayUrl in GET /user/profile)`,
+        ]),
     `  Temporal UI   ${endpoints.temporalUiUrl ?? '(external Temporal: see its own UI)'}`,
     `  Temporal      ${endpoints.temporalAddress}`,
     `  MongoDB       ${endpoints.mongodbUri}`,

@@ -13,7 +13,7 @@ const exec = promisify(execFile);
 
 export const BENCH_PLAN = 'bench';
 
-/** The shipped variant A plus a `bench` plan whose storage and rate limits never bind. */
+/** The shipped variant A plus a `bench` plan whose storage, rate and gateway bandwidth limits never bind. */
 export function writePlansFile(dir: string): string {
   const base = JSON.parse(fs.readFileSync(path.join(projectRoot, 'infra/plans/variant-a.json'), 'utf8'));
   base.plans[BENCH_PLAN] = {
@@ -23,20 +23,23 @@ export function writePlansFile(dir: string): string {
     requestsPerMinute: 10_000_000,
     ipnsNames: 10_000_000,
     ipnsPublishesPerMonth: 10_000_000,
+    gatewayBandwidthMB: 10_000_000_000,
   };
   const file = path.join(dir, 'plans.json');
   fs.writeFileSync(file, JSON.stringify(base, null, 2));
   return file;
 }
 
-/** The environment shared by the API, the worker and the admin CLI. */
-export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: number): Record<string, string> {
+/** The environment shared by the API, the worker and the admin CLI; the API's gateway listens on `gatewayPort`. */
+export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: number, gatewayPort: number): Record<string, string> {
   const serviceDir = path.join(dataDir, 'service');
   fs.mkdirSync(serviceDir, { recursive: true });
   return {
     MONGODB_URI: endpoints.mongodbUri,
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
     KUBO_API_URL: endpoints.kuboApiUrl,
+    ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
+    GATEWAY_PORT: String(gatewayPort),
     CLUSTER_API_URL: endpoints.clusterApiUrl,
     MASTER_KEY: crypto.randomBytes(32).toString('hex'),
     DATA_DIR: serviceDir,

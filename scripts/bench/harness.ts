@@ -26,6 +26,8 @@ export interface BenchContext {
   /** The environment the API, the worker and the admin CLI were given. */
   env: Record<string, string>;
   apiUrl: string;
+  /** The API process's gateway (connect here; an account's gateway is the Host `<slug>.localhost:<port>`). */
+  gatewayUrl: string;
   api: ManagedProcess;
   worker: ManagedProcess;
   user: { userId: string; apiKey: string };
@@ -78,14 +80,15 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
     const { endpoints } = await stackStarting;
     say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
-    const [apiPort] = await freePorts(1);
-    const env = serviceEnv(endpoints, dataDir, apiPort!);
+    const [apiPort, gatewayPort] = await freePorts(2);
+    const env = serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!);
     const services = { logDir, track, signal: abort.signal };
     const [api, worker] = await Promise.all([startApiProcess(env, services), startWorkerProcess(env, services)]);
     const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const user = await createBenchUser(env);
-    say(`API ${apiUrl} (pid ${api.pid}) and worker ready; user ${user.userId}`);
-    return await body({ dataDir, endpoints, env, apiUrl, api, worker, user, loadStart, signal: abort.signal, track });
+    say(`API ${apiUrl} (gateway ${gatewayUrl}, pid ${api.pid}) and worker ready; user ${user.userId}`);
+    return await body({ dataDir, endpoints, env, apiUrl, gatewayUrl, api, worker, user, loadStart, signal: abort.signal, track });
   } catch (err) {
     if (interrupted) return exitCode(interrupted);
     say(`failed: ${(err as Error).stack ?? String(err)}`);

@@ -6,14 +6,23 @@
 //   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow
 //   latency.ts  GET /pin/:cid under 100 connections vs a bare Express app
 //   snapshot.ts a 10,000-file folder's snapshot vs ipfs add -r of the same tree
+//   images.ts   GET /image/:cid cold vs raw sharp on the same image, and warm vs cold
+//               (`--images` runs only this one)
 //   ipns.ts     publishes/s vs ipfs name publish; names one worker keeps republished
 //               (`--ipns [--names N]` runs only this one, with 10,000 names by default)
+//   analytics.ts GET /analytics over a year of a user with a million events, and the rate
+//               events are recorded at (`--analytics` runs only this one)
+//   gateway.ts  1 GiB and 4 KiB (32 clients) reads through an account's gateway vs Kubo's own
+//               gateway, and the API's RSS (`--gateway` runs only this one)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
 // on every path.
 import os from 'node:os';
+import { analyticsLine, benchAnalytics } from './analytics.js';
+import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
 import { runBench, say, type BenchContext } from './harness.js';
+import { benchImages, IMAGE_HEIGHT, IMAGE_WIDTH, REQUESTS as IMAGE_REQUESTS, ROUNDS as IMAGE_ROUNDS, type ImagesResult } from './images.js';
 import { benchIpns, ipnsLines } from './ipns.js';
 import { benchLatency, type LoadResult } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, type PinsResult } from './pins.js';
@@ -48,12 +57,15 @@ function summary(
       `${Math.round(load.api.requestsPerSecond)} req/s vs bare express ${Math.round(load.bare.requestsPerSecond)} req/s ` +
       `(p50 ${load.bare.p50} ms p99 ${load.bare.p99} ms)  ratio ${fixed(loadRatio, 2)} (goal >= 0.5: ${verdict(loadRatio >= 0.5)})` +
       `${load.api.bad > 0 ? `  [${load.api.bad} answers not 2xx: ${load.api.statuses}]` : ''}`,
-    // Other work on a shared machine moves these figures (measured here: the empty workflow
-    // rate went from 27/s to 11/s between two runs), so the load is printed with them.
-    `bench: one run on one machine: ${os.cpus().length} cores, load average ${loadStart} at start, ${fixed(os.loadavg()[0]!)} at end ` +
-      `(other processes share it; compare runs with care)`,
+    machineLine(loadStart),
   ];
 }
+
+// Other work on a shared machine moves these figures (measured here: the empty workflow
+// rate went from 27/s to 11/s between two runs), so the load is printed with them.
+const machineLine = (loadStart: string) =>
+  `bench: one run on one machine: ${os.cpus().length} cores, load average ${loadStart} at start, ${fixed(os.loadavg()[0]!)} at end ` +
+  `(other processes share it; compare runs with care)`;
 
 /** The default benchmark: upload, pins and latency, each against its raw component. */
 async function costOverComponents(ctx: BenchContext): Promise<number> {
@@ -74,13 +86,26 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
 
   const snapshot = await benchSnapshot(ctx, say);
   const ipns = await benchIpns(ctx, DEFAULT_RUN_NAMES, say);
-  const lines = [...summary(upload, pins, empty.perSecond, load, loadStart), snapshotLine(snapshot), ...ipnsLines(ipns)];
+  const images = await benchImages(ctx, say);
+  const analytics = await benchAnalytics(ctx, say);
+  const gateway = await benchGateway(ctx, say);
+  const lines = [
+    ...summary(upload, pins, empty.perSecond, load, loadStart),
+    snapshotLine(snapshot),
+    ...ipnsLines(ipns),
+    imagesLine(images),
+    analyticsLine(analytics),
+    ...gatewayLines(gateway),
+  ];
   process.stdout.write(`\n${lines.join('\n')}\n`);
   // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
   const broken = [
     ...(upload.sameCid ? [] : ['the API and Kubo gave different CIDs for the same bytes']),
     ...(snapshot.sameCid ? [] : ['the snapshot and ipfs add -r gave different CIDs for the same tree']),
     ...(load.bare.bad > 0 ? [`${load.bare.bad} bare Express answers were errors, timeouts or not 2xx: the load test itself is off`] : []),
+    ...imagesBroken(images),
+    ...(analytics.correct ? [] : ['GET /analytics did not count the uploads recorded']),
+    ...gatewayBroken(gateway),
   ];
   for (const problem of broken) say(`broken: ${problem}`);
   return broken.length > 0 ? 1 : 0;
@@ -102,6 +127,84 @@ async function snapshotOnly(ctx: BenchContext): Promise<number> {
   return result.sameCid ? 0 : 1;
 }
 
+/** The image figures: cold against raw sharp, warm against cold, and that warm did no image work. */
+function imagesLine(r: ImagesResult): string {
+  const coldRatio = r.coldPerSecond / r.rawPerSecond;
+  const warmRatio = r.warmPerSecond / r.coldPerSecond;
+  return (
+    `bench: GET /image     ${IMAGE_WIDTH}x${IMAGE_HEIGHT} JPEG -> WebP q80 (~800 px wide), ${r.concurrency} at a time: cold ${fixed(r.coldPerSecond)}/s ` +
+    `vs raw sharp ${fixed(r.rawPerSecond)}/s  ratio ${fixed(coldRatio, 2)} (goal >= 0.9: ${verdict(coldRatio >= 0.9)})  ` +
+    `warm ${Math.round(r.warmPerSecond)}/s  ${fixed(warmRatio)}x cold (goal >= 10: ${verdict(warmRatio >= 10)})  ` +
+    `[${IMAGE_ROUNDS} rounds of ${IMAGE_REQUESTS} each, alternating; warm: ${r.warmTransforms} transforms, ${r.warmMisses} misses]`
+  );
+}
+
+/** Wrong, not slow: answers that failed, or warm requests that did image work. */
+function imagesBroken(r: ImagesResult): string[] {
+  return [
+    ...(r.failures > 0 ? [`${r.failures} GET /image answers were not 200`] : []),
+    ...(r.warmTransforms > 0 || r.warmMisses > 0
+      ? ['warm GET /image requests were transformed again instead of served from the cache']
+      : []),
+  ];
+}
+
+async function imagesOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchImages(ctx, say);
+  process.stdout.write(`\n${imagesLine(result)}\n`);
+  const broken = imagesBroken(result);
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
+async function analyticsOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchAnalytics(ctx, say);
+  process.stdout.write(`\n${analyticsLine(result)}\n`);
+  return result.correct ? 0 : 1;
+}
+
+/** The gateway figures: 1 GiB MB/s and 4 KiB req/s against Kubo's own gateway, and the API's RSS. */
+function gatewayLines(r: GatewayResult): string[] {
+  const readRatio = r.gatewayMBps / r.kuboMBps;
+  const { gateway: g, kubo: k } = r.small;
+  const smallRatio = g.requestsPerSecond / k.requestsPerSecond;
+  return [
+    `bench: gateway 1 GiB  gateway ${fixed(r.gatewayMBps)} MB/s  kubo gateway ${fixed(r.kuboMBps)} MB/s (${READ_ROUNDS} rounds each, alternating; ` +
+      `bytes over summed time)  ratio ${fixed(readRatio, 2)} (goal >= 0.9: ${verdict(readRatio >= 0.9)})  api rss ${mb(r.rssBefore)} -> ` +
+      `${mb(r.rssPeak)} MB (peak${r.peakIsOfReads ? ' of the reads' : ' since start'}), ${mb(r.rssPeakSmall)} MB (peak of the 4 KiB reads)  ` +
+      `metered ${mb(r.metered)} of ${mb(r.readThrough)} MB read` +
+      `${r.cpuPerGiB ? `  cpu s/GiB: api ${fixed(r.cpuPerGiB.gateway.api, 2)}, kubo ${fixed(r.cpuPerGiB.kubo.kubo, 2)}` : ''}`,
+    `bench: gateway 4 KiB  ${GATEWAY_CONNECTIONS} connections: gateway ${Math.round(g.requestsPerSecond)} req/s p50 ${g.p50} ms p99 ${g.p99} ms  ` +
+      `kubo gateway ${Math.round(k.requestsPerSecond)} req/s p50 ${k.p50} ms p99 ${k.p99} ms  ratio ${fixed(smallRatio, 2)} ` +
+      `(goal >= 0.8: ${verdict(smallRatio >= 0.8)})  [${LOAD_ROUNDS} rounds of ${LOAD_SECONDS} s each, alternating; req/s over summed time, ` +
+      `latencies the rounds' median; not 2xx: gateway ${g.bad}, kubo ${k.bad}]`,
+  ];
+}
+
+/** Wrong, not slow: bytes that were not the uploaded ones, content served that the account does not hold, bytes not counted. */
+function gatewayBroken(r: GatewayResult): string[] {
+  return [
+    ...(r.sameBytes ? [] : ['a 1 GiB read (gateway or Kubo) did not give the uploaded bytes']),
+    ...(r.refusesUnheld ? [] : ['the gateway did not answer 410 for content its account does not hold']),
+    // GET /user/profile gives MB to 6 decimals: a byte or two either way is its rounding.
+    ...(r.metered >= r.readThrough - 2 && r.metered <= r.readThrough + r.unfinished + 2
+      ? []
+      : [
+          `the gateway counted ${r.metered} bytes against the account for ${r.readThrough} read through it (+ up to ${r.unfinished} in flight)`,
+        ]),
+    ...(r.small.gateway.bad > 0 ? [`${r.small.gateway.bad} gateway 4 KiB answers were not 2xx (${r.small.gateway.statuses})`] : []),
+    ...(r.small.kubo.bad > 0 ? [`${r.small.kubo.bad} Kubo gateway 4 KiB answers were not 2xx (${r.small.kubo.statuses})`] : []),
+  ];
+}
+
+async function gatewayOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchGateway(ctx, say);
+  process.stdout.write(`\n${[...gatewayLines(result), machineLine(ctx.loadStart)].join('\n')}\n`);
+  const broken = gatewayBroken(result);
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
 /** Names in the IPNS figure of the default run, and of `--ipns` without `--names`. */
 const DEFAULT_RUN_NAMES = 1_000;
 const IPNS_ONLY_NAMES = 10_000;
@@ -115,6 +218,9 @@ async function ipnsOnly(ctx: BenchContext, names: number): Promise<number> {
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
+  if (args.includes('--analytics')) return runBench(analyticsOnly);
+  if (args.includes('--images')) return runBench(imagesOnly);
+  if (args.includes('--gateway')) return runBench(gatewayOnly);
   if (args.includes('--ipns')) {
     const at = args.indexOf('--names');
     const names = at >= 0 ? Number(args[at + 1]) : IPNS_ONLY_NAMES;

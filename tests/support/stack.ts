@@ -41,6 +41,8 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     MONGODB_URI: stack.mongodbUri,
     TEMPORAL_ADDRESS: stack.temporalAddress,
     KUBO_API_URL: stack.kuboApiUrl,
+    KUBO_GATEWAY_URL: need('STUPA_TEST_KUBO_GATEWAY_URL'),
+    GATEWAY_PORT: '0',
     CLUSTER_API_URL: stack.clusterApiUrl,
     MASTER_KEY: crypto.randomBytes(32).toString('hex'),
     DATA_DIR: tempDir(),

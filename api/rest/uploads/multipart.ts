@@ -18,11 +18,12 @@ const MAX_FIELD_BYTES = 64 * 1024;
 
 /**
  * Reads the request; `add` receives the file part's stream as it comes, with the fields seen
- * so far, and a signal that aborts when the request fails.
+ * so far, a signal that aborts when the request fails, and the file's type (its part's
+ * Content-Type, or else the one its filename implies).
  */
 export function readMultipart<T>(
   req: Request,
-  add: (source: Readable, fields: Record<string, string>, signal: AbortSignal) => Promise<T>,
+  add: (source: Readable, fields: Record<string, string>, signal: AbortSignal, mimeType: string) => Promise<T>,
 ): Promise<MultipartUpload<T>> {
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
@@ -64,11 +65,8 @@ export function readMultipart<T>(
       }
       const declared = info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : undefined;
       const filename = info.filename ?? 'file';
-      adding = add(stream, { ...fields }, abort.signal).then((added) => ({
-        added,
-        filename,
-        mimeType: declared ?? (mime.lookup(filename) || 'application/octet-stream'),
-      }));
+      const mimeType = declared ?? (mime.lookup(filename) || 'application/octet-stream');
+      adding = add(stream, { ...fields }, abort.signal, mimeType).then((added) => ({ added, filename, mimeType }));
       adding.catch(fail);
     });
     parser.on('partsLimit', () => fail(new InvalidInput(`at most ${MAX_FIELDS} fields and one file`, 'INVALID_MULTIPART')));

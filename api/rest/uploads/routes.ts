@@ -6,7 +6,7 @@ import type { UseCaseDeps } from '../../usecases/deps.js';
 import { beginUpload, type Upload } from '../../usecases/uploads.js';
 import { unsupportedMediaType } from '../errors.js';
 import { restFile } from '../files.js';
-import { caller } from '../http/auth.js';
+import { caller, uploadGuard } from '../http/auth.js';
 import { resource, type RouterOptions } from '../http/routing.js';
 import { parse } from '../http/validate.js';
 import { decodeContent } from './decode.js';
@@ -47,38 +47,51 @@ const multipartFields = z.strictObject({
   car: z.enum(['true', 'false']).optional(),
 });
 
-export function uploadRoutes(deps: UseCaseDeps, { guard, uploadJsonLimit }: RouterOptions & { uploadJsonLimit: string }): Router {
+export function uploadRoutes(deps: UseCaseDeps, { uploadJsonLimit }: RouterOptions & { uploadJsonLimit: string }): Router {
   const router = Router();
-  router.use('/upload/new', guard);
+  // An API key, or a signed upload token (which may do nothing else).
+  router.use('/upload/new', uploadGuard(deps));
   const jsonParser = express.json({ limit: uploadJsonLimit, type: JSON_TYPES });
 
   async function fromJson(req: Request, res: Response, upload: Upload) {
     await new Promise<void>((resolve, reject) => jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const { content, encoding, ...details } = parse(jsonUpload, req.body ?? {});
     const { bytes, mimeType } = decodeContent(content, encoding);
-    return upload.record(await upload.add(bytes), () => ({ ...details, mimeType }));
+    return upload.record(await upload.add(bytes, { mimeType }), () => ({ ...details, mimeType }));
   }
 
   async function fromMultipart(req: Request, upload: Upload, query: z.infer<typeof uploadQuery>) {
     const isCar = (fields: Record<string, string>) => fields.car === 'true' || query.car === 'true';
-    const { fields, file } = await readMultipart(req, (source, seen, signal) => upload.add(source, { car: isCar(seen), signal }));
+    const { fields, file } = await readMultipart(req, (source, seen, signal, mimeType) =>
+      upload.add(source, { car: isCar(seen), signal, mimeType }),
+    );
     return upload.record(file.added, () => {
       const { car: _car, ...details } = parse(multipartFields, fields, 'form');
       return { name: file.filename, ...details, mimeType: file.mimeType };
     });
   }
 
+  async function handle(req: Request, res: Response) {
+    const query = parse(uploadQuery, req.query, 'query');
+    const multipart = req.is('multipart/form-data');
+    if (!multipart && !req.is(JSON_TYPES)) throw unsupportedMediaType('application/json or multipart/form-data');
+    // Before a byte is read: refused when the account is full. A multipart body's length
+    // counts too (less some framing); a JSON body's does not (base64 is longer than its bytes).
+    const declaredBytes = multipart ? Number(req.headers['content-length'] ?? 0) : undefined;
+    const upload = await beginUpload(deps, caller(req), { declaredBytes, grant: req.grant });
+    const file = multipart ? await fromMultipart(req, upload, query) : await fromJson(req, res, upload);
+    res.status(201).json(restFile(file, deps.config.gatewayUrl));
+  }
+
   resource(router, '/upload/new', {
     post: async (req, res) => {
-      const query = parse(uploadQuery, req.query, 'query');
-      const multipart = req.is('multipart/form-data');
-      if (!multipart && !req.is(JSON_TYPES)) throw unsupportedMediaType('application/json or multipart/form-data');
-      // Before a byte is read: refused when the account is full. A multipart body's length
-      // counts too (less some framing); a JSON body's does not (base64 is longer than its bytes).
-      const declaredBytes = multipart ? Number(req.headers['content-length'] ?? 0) : undefined;
-      const upload = await beginUpload(deps, caller(req), { declaredBytes });
-      const file = multipart ? await fromMultipart(req, upload, query) : await fromJson(req, res, upload);
-      res.status(201).json(restFile(file, deps.config.gatewayUrl));
+      try {
+        await handle(req, res);
+      } catch (err) {
+        // Whatever failed, a signed token's use goes back.
+        await req.grant?.release();
+        throw err;
+      }
     },
   });
   return router;

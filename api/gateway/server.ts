@@ -1,0 +1,29 @@
+// Starts the gateway on GATEWAY_PORT over the API process's components, with what only the
+// gateway keeps: its connection pool to Kubo's gateway, the bandwidth meter and the memory of
+// holds.
+import type { Config } from '../../infra/config.js';
+import { createKuboGateway } from '../../infra/kubo-gateway.js';
+import type { Logger } from '../../infra/logger.js';
+import { createBandwidthMeter } from '../usecases/bandwidth.js';
+import type { UseCaseDeps } from '../usecases/deps.js';
+import { createHeldMemory } from '../usecases/held.js';
+import { listen, type Listening } from '../listen.js';
+import { createGatewayApp } from './app.js';
+
+export async function startGateway(deps: Pick<UseCaseDeps, 'db' | 'config'> & { logger: Logger; config: Config }): Promise<Listening> {
+  const { config } = deps;
+  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
+  const bandwidth = createBandwidthMeter(deps.db);
+  const app = createGatewayApp({ ...deps, kuboGateway, bandwidth, held: createHeldMemory(deps.db) });
+  const listening = await listen(app, config.api.host, config.gateway.port, config.shutdownTimeoutMs);
+  // Mutates the process's own copy of the configuration (rest/server.ts): the address is known now.
+  config.gateway.publicUrl ??= `http://${config.gateway.domain}:${listening.port}`;
+  return {
+    ...listening,
+    async close() {
+      await listening.close();
+      kuboGateway.close();
+      await bandwidth.flush();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// How every surface (REST API, gateway, later S3) listens: an HTTP server on its own port that
+// answers Node's own malformed-request errors in JSON, and closes gracefully.
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { RequestListener } from 'node:http';
+
+export interface Listening {
+  url: string;
+  port: number;
+  /** Stops taking connections, lets requests in flight finish (at most `timeoutMs`), then cuts the rest. */
+  close(): Promise<void>;
+}
+
+/** Node answers malformed requests itself, with an empty text body; answer them in JSON too. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, text, reason] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'REQUEST_TIMEOUT']
+        : [400, 'Bad Request', 'MALFORMED_REQUEST'];
+  const body = JSON.stringify({ error: { reason, details: `the HTTP request could not be parsed (${err.code ?? 'unknown'})` } });
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+export async function listen(app: RequestListener, host: string, port: number, timeoutMs: number): Promise<Listening> {
+  const server = http.createServer(app);
+  server.on('clientError', answerClientError);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
+    port: bound,
+    close: () =>
+      (closing ??= (async () => {
+        const done = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+        await done;
+        clearTimeout(timer);
+      })()),
+  };
+}

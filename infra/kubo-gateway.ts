@@ -1,0 +1,55 @@
+// Kubo's own HTTP gateway, as the service's gateway reads it. Kubo implements the IPFS path
+// gateway specification (ranges, ETags, directory listings and index.html, `?format=raw|car`,
+// content types by name or sniffing); the service's gateway decides who may read what and
+// passes the request on. Only this listener is used, never Kubo's RPC API, and Kubo is set to
+// serve only blocks it has (`Gateway.NoFetch`), so a path the service let through cannot make
+// Kubo fetch from the network.
+import http from 'node:http';
+
+/** Request headers the gateway passes to Kubo: what selects or conditions the answer. */
+const FORWARDED_REQUEST = ['range', 'if-range', 'if-none-match', 'if-modified-since', 'accept'];
+
+/** Response headers passed back to the client; Kubo's own CORS and server headers are not. */
+export const FORWARDED_RESPONSE = [
+  'content-type',
+  'content-length',
+  'content-range',
+  'content-disposition',
+  'content-encoding',
+  'accept-ranges',
+  'etag',
+  'last-modified',
+  'cache-control',
+  'location',
+  'vary',
+  'x-ipfs-path',
+  'x-ipfs-roots',
+  'x-content-type-options',
+];
+
+export interface KuboGateway {
+  /** GETs or HEADs `path` (`/ipfs/<cid>/…`, with its query) from Kubo's gateway. */
+  request(method: 'GET' | 'HEAD', path: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal): Promise<http.IncomingMessage>;
+  close(): void;
+}
+
+export function createKuboGateway(baseUrl: string): KuboGateway {
+  const base = new URL(baseUrl);
+  // Connections are kept and reused: a gateway answers many small reads.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  return {
+    request(method, path, incoming, signal) {
+      const headers: http.OutgoingHttpHeaders = {};
+      for (const name of FORWARDED_REQUEST) {
+        const value = incoming[name];
+        if (value !== undefined) headers[name] = value;
+      }
+      return new Promise((resolve, reject) => {
+        const req = http.request({ host: base.hostname, port: base.port, method, path, headers, agent, signal }, resolve);
+        req.on('error', reject);
+        req.end();
+      });
+    },
+    close: () => agent.destroy(),
+  };
+}
