@@ -210,3 +210,20 @@ test('a top-level folder by name serves its latest snapshot', async () => {
   expect((await gw('/folders/my%20site/index.html')).body.toString()).toBe('<h1>snapshotted</h1>');
   expect((await gw('/folders/no%20such%20folder/')).status).toBe(404);
 });
+
+test('a small answer read again is the same, and a released hold still stops it', async () => {
+  const owner = await createUser(api);
+  const ownerSlug = (await api.deps.db.users.get(owner.userId))!.gatewaySlug!;
+  const cid = await upload(owner, 'small and read often');
+  const first = await gw(`/ipfs/${cid}`, { slug: ownerSlug });
+  const again = await gw(`/ipfs/${cid}`, { slug: ownerSlug });
+  expect([again.status, again.body.toString()]).toEqual([200, 'small and read often']);
+  for (const name of ['etag', 'cache-control', 'content-type', 'content-length', 'x-ipfs-path', 'x-ipfs-roots']) {
+    expect([name, again.headers[name]]).toEqual([name, first.headers[name]]);
+  }
+  expect((await gw(`/ipfs/${cid}`, { slug: ownerSlug, headers: { 'If-None-Match': `"${cid}"` } })).status).toBe(304);
+  expect((await gw(`/ipfs/${cid}`, { slug: ownerSlug, headers: { Range: 'bytes=0-4' } })).body.toString()).toBe('small');
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: owner.apiKey })).status).toBe(200);
+  await new Promise((r) => setTimeout(r, 1100)); // holds are remembered for a second
+  expect((await gw(`/ipfs/${cid}`, { slug: ownerSlug })).status).toBe(410);
+});

@@ -96,6 +96,7 @@ function npmStart(): Run {
       STACK_PORT_BASE: String(portBase),
       API_HOST: '127.0.0.1',
       API_PORT: String(apiPort()),
+      GATEWAY_PORT: String(apiPort() + 1),
       LOG_LEVEL: 'warn',
     },
   });

@@ -8,13 +8,13 @@ import { createBandwidthMeter } from '../usecases/bandwidth.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { createHeldMemory } from '../usecases/held.js';
 import { listen, type Listening } from '../listen.js';
-import { createGatewayApp } from './app.js';
+import { createGatewayHandler } from './app.js';
 
 export async function startGateway(deps: Pick<UseCaseDeps, 'db' | 'config'> & { logger: Logger; config: Config }): Promise<Listening> {
   const { config } = deps;
   const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
   const bandwidth = createBandwidthMeter(deps.db);
-  const app = createGatewayApp({ ...deps, kuboGateway, bandwidth, held: createHeldMemory(deps.db) });
+  const app = createGatewayHandler({ ...deps, kuboGateway, bandwidth, held: createHeldMemory(deps.db) });
   const listening = await listen(app, config.api.host, config.gateway.port, config.shutdownTimeoutMs);
   // Mutates the process's own copy of the configuration (rest/server.ts): the address is known now.
   config.gateway.publicUrl ??= `http://${config.gateway.domain}:${listening.port}`;
