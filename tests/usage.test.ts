@@ -1,6 +1,7 @@
 // Storage use is a per-user counter (infra/db/usage.ts): concurrent uploads of one account can
 // neither pass the quota together nor be refused for one another, and every upload, replace,
 // delete, pin and unpin leaves the counter equal to the sum of the user's records.
+import type { Model } from 'mongoose';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
@@ -22,10 +23,17 @@ afterAll(async () => {
   await Promise.all([api?.close(), worker?.kill()]);
 });
 
-/** The user's bytes summed from the records in MongoDB, as usage was derived before counters. */
+/** Bytes summed from the records in MongoDB (a test's check, not a request path). */
+async function summed(model: Model<any>, match: Record<string, unknown>): Promise<number> {
+  const [row] = await model.aggregate<{ total: number }>([{ $match: match }, { $group: { _id: null, total: { $sum: '$size' } } }]).exec();
+  return row?.total ?? 0;
+}
+
+/** The user's bytes summed from the records, as usage was derived before counters. */
 async function recounted(userId: string): Promise<number> {
-  const [files, pinned] = await Promise.all([api.deps.db.files.totalSize(userId), api.deps.db.pins.totalPinnedSize(userId)]);
-  return files + pinned;
+  const { files, pins } = api.deps.db;
+  const [filed, pinned] = await Promise.all([summed(files.model, { userId }), summed(pins.model, { userId, status: 'pinned' })]);
+  return filed + pinned;
 }
 
 /** The counter, read from its document, and the records' sum: equal when the counter is exact. */

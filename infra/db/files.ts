@@ -90,15 +90,6 @@ export function createFileStore(conn: Connection) {
       return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
-    /** The user's bytes summed from every record: only for the one-time count of usage.ts. */
-    async totalSize(userId: string): Promise<number> {
-      const [row] = await Files.aggregate<{ total: number }>([
-        { $match: { userId } },
-        { $group: { _id: null, total: { $sum: '$size' } } },
-      ]).exec();
-      return row?.total ?? 0;
-    },
-
     findForUser: (userId: string, multihash: string) => Files.findById(userContentKey(userId, multihash)).lean<FileRecord>().exec(),
 
     /** The record after the change and before it (to see where it moved from), or null. */

@@ -168,15 +168,6 @@ export function createPinStore(conn: Connection) {
       }
     },
 
-    /** The user's pinned bytes summed from every request: only for the one-time count of usage.ts. */
-    async totalPinnedSize(userId: string): Promise<number> {
-      const [row] = await Pins.aggregate<{ total: number }>([
-        { $match: { userId, status: 'pinned' } },
-        { $group: { _id: null, total: { $sum: '$size' } } },
-      ]).exec();
-      return row?.total ?? 0;
-    },
-
     /** Requests still `queued` since before `before`: their workflow may never have started. */
     stalled: (before: number, limit: number) =>
       Pins.find({ status: 'queued', updatedAt: { $lt: before } })

@@ -23,7 +23,7 @@ import { createClusterClient } from '../../infra/cluster.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
 import { cpuTicks, procMemory, resetPeakMemory, TICKS_PER_SECOND } from './children.js';
-import type { BenchContext } from './harness.js';
+import { apiCall, type BenchContext } from './harness.js';
 
 export const READ_SIZE = 1024 * MiB;
 export const SMALL_SIZE = 4 * 1024;
@@ -189,16 +189,14 @@ function figures(passes: Pass[]): LoadFigures {
 }
 
 async function meteredBytes(ctx: BenchContext): Promise<number> {
-  const res = await fetch(`${ctx.apiUrl}/user/profile`, { headers: { 'X-Api-Key': ctx.user.apiKey }, signal: ctx.signal });
-  const profile = (await res.json()) as { gatewayBandwidthUsedMB?: number };
+  const profile = await apiCall<{ gatewayBandwidthUsedMB?: number }>(ctx, 'GET', '/user/profile');
   return Math.round((profile.gatewayBandwidthUsedMB ?? 0) * MiB);
 }
 
 export async function benchGateway(ctx: BenchContext, say: (line: string) => void): Promise<GatewayResult> {
   const seed = `bench-gateway-${Date.now()}`;
-  const res = await fetch(`${ctx.apiUrl}/user/profile`, { headers: { 'X-Api-Key': ctx.user.apiKey }, signal: ctx.signal });
-  const { gatewaySlug } = (await res.json()) as { gatewaySlug?: string };
-  if (res.status !== 200 || !gatewaySlug) throw new Error(`GET /user/profile answered ${res.status} without a gatewaySlug`);
+  const { gatewaySlug } = await apiCall<{ gatewaySlug?: string }>(ctx, 'GET', '/user/profile');
+  if (!gatewaySlug) throw new Error('GET /user/profile answered without a gatewaySlug');
   const kuboGatewayUrl = ctx.endpoints.kuboGatewayUrl;
   if (!kuboGatewayUrl) throw new Error("the stack reported no Kubo gateway: the gateway bench needs Kubo's own gateway");
   // The account's gateway by its Host; connections go to 127.0.0.1 (*.localhost may not resolve here).

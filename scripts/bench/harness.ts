@@ -38,6 +38,24 @@ export interface BenchContext {
   track(stop: () => Promise<void>): void;
 }
 
+/** A JSON call to the API as the bench user; anything but 2xx throws with the answer. */
+export async function apiCall<T>(
+  ctx: Pick<BenchContext, 'apiUrl' | 'user' | 'signal'>,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<T> {
+  const res = await fetch(`${ctx.apiUrl}${path}`, {
+    method,
+    headers: { 'X-Api-Key': ctx.user.apiKey, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: ctx.signal,
+  });
+  const answer = (await res.json()) as T;
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
+  return answer;
+}
+
 /** Runs `body` on a fresh stack; resolves with the exit code (body's, or 1 on a failure). */
 export async function runBench(body: (ctx: BenchContext) => Promise<number>): Promise<number> {
   const dataDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'stupa-bench-'));

@@ -18,7 +18,7 @@ import { openDatabase } from '../../infra/db/index.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { ipnsJob, REPUBLISH_SIGNAL } from '../../infra/temporal/contracts/ipns.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
-import type { BenchContext } from './harness.js';
+import { apiCall, type BenchContext } from './harness.js';
 
 export const LANES = 16;
 export const PUBLISHES_PER_LANE = 25;
@@ -36,18 +36,6 @@ export interface IpnsResult {
   cpuMsPerRepublish: Record<'worker' | 'temporal' | 'kubo' | 'ferretdb', number>;
   eventsPerRound: number;
   bytesPerRound: number;
-}
-
-async function api<T>(ctx: BenchContext, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${ctx.apiUrl}${path}`, {
-    method,
-    headers: { 'X-Api-Key': ctx.user.apiKey, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: ctx.signal,
-  });
-  const answer = (await res.json()) as T;
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer;
 }
 
 async function kuboRpc(ctx: BenchContext, path: string): Promise<void> {
@@ -74,13 +62,13 @@ async function publishRates(ctx: BenchContext, say: (line: string) => void) {
     Array.from(
       { length: LANES * 2 },
       async (_, i) =>
-        (await api<{ cid: string }>(ctx, 'POST', '/upload/new', { content: `ipns bench ${i} ${Date.now()}`, name: `t${i}.txt` })).cid,
+        (await apiCall<{ cid: string }>(ctx, 'POST', '/upload/new', { content: `ipns bench ${i} ${Date.now()}`, name: `t${i}.txt` })).cid,
     ),
   );
   const apiNames = await Promise.all(
     Array.from(
       { length: LANES },
-      async (_, i) => (await api<{ ipnsName: string }>(ctx, 'POST', '/ipns/keys', { name: `lane-${i}` })).ipnsName,
+      async (_, i) => (await apiCall<{ ipnsName: string }>(ctx, 'POST', '/ipns/keys', { name: `lane-${i}` })).ipnsName,
     ),
   );
   for (let i = 0; i < LANES; i++) await kuboRpc(ctx, `/api/v0/key/gen?arg=bench-lane-${i}&type=ed25519`);
@@ -93,7 +81,7 @@ async function publishRates(ctx: BenchContext, say: (line: string) => void) {
       kuboRpc(ctx, `/api/v0/name/publish?arg=/ipfs/${next(lane)}&key=bench-lane-${lane}&allow-offline=true`),
     );
     const viaApi = await lanes(
-      async (lane) => void (await api(ctx, 'POST', '/ipns/publish', { ipnsName: apiNames[lane], cid: next(lane) })),
+      async (lane) => void (await apiCall(ctx, 'POST', '/ipns/publish', { ipnsName: apiNames[lane], cid: next(lane) })),
     );
     say(`ipns publish round ${round + 1}: api ${viaApi.toFixed(1)}/s, kubo ${kubo.toFixed(1)}/s`);
     apiBest = Math.max(apiBest, viaApi);
@@ -115,10 +103,10 @@ export async function benchIpns(ctx: BenchContext, names: number, say: (line: st
   say(`ipns names: making and publishing ${names.toLocaleString('en')} names, ${LANES} at a time`);
   const made: string[] = Array.from({ length: names }, () => '');
   const createPerSecond = await timed(made, LANES, async (_, i) => {
-    made[i] = (await api<{ ipnsName: string }>(ctx, 'POST', '/ipns/keys', { name: `many-${i}` })).ipnsName;
+    made[i] = (await apiCall<{ ipnsName: string }>(ctx, 'POST', '/ipns/keys', { name: `many-${i}` })).ipnsName;
   });
   const firstPublishPerSecond = await timed(made, LANES, async (ipnsName) => {
-    await api(ctx, 'POST', '/ipns/publish', { ipnsName, cid: rates.target });
+    await apiCall(ctx, 'POST', '/ipns/publish', { ipnsName, cid: rates.target });
   });
   say(`ipns names: ${createPerSecond.toFixed(1)} made/s, ${firstPublishPerSecond.toFixed(1)} first publishes/s`);
 

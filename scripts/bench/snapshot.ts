@@ -14,7 +14,7 @@ import type { FileRecord } from '../../infra/db/files.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createKubo } from '../../infra/kubo.js';
 import { binaryPath } from '../../infra/stack/binaries.js';
-import type { BenchContext } from './harness.js';
+import { apiCall, type BenchContext } from './harness.js';
 import { pauseSweep } from './scale.js';
 
 const exec = promisify(execFile);
@@ -36,19 +36,8 @@ interface SnapshotJob {
   snapshot: { cid: string } | null;
 }
 
-async function json<T = { folderId: string }>(url: string, apiKey: string, method = 'GET', body?: unknown): Promise<T> {
-  const res = await fetch(url, {
-    method,
-    headers: { 'X-Api-Key': apiKey, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = (await res.json()) as T;
-  if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer;
-}
-
 export async function benchSnapshot(ctx: BenchContext, say: (line: string) => void): Promise<SnapshotResult> {
-  const { apiUrl, user, endpoints, dataDir } = ctx;
+  const { user, endpoints, dataDir } = ctx;
   // Records written straight to the store hold content that Cluster does not have yet; the
   // minutely sweep would start a sync job for each, and measure that instead.
   await pauseSweep(endpoints.temporalAddress);
@@ -56,7 +45,7 @@ export async function benchSnapshot(ctx: BenchContext, say: (line: string) => vo
   const kubo = createKubo(endpoints.kuboApiUrl);
   const disk = path.join(dataDir, 'snapshot-tree');
   try {
-    const root = (await json(`${apiUrl}/folders`, user.apiKey, 'POST', { name: 'bench-snapshot' })).folderId;
+    const root = (await apiCall<{ folderId: string }>(ctx, 'POST', '/folders', { name: 'bench-snapshot' })).folderId;
     const limit = pLimit(16);
     const now = Date.now();
     const records: FileRecord[] = [];
@@ -65,7 +54,7 @@ export async function benchSnapshot(ctx: BenchContext, say: (line: string) => vo
     );
     for (let d = 0; d < SNAPSHOT_DIRS; d++) {
       const name = `dir-${String(d).padStart(3, '0')}`;
-      const folderId = (await json(`${apiUrl}/folders`, user.apiKey, 'POST', { name, parentFolderId: root })).folderId;
+      const folderId = (await apiCall<{ folderId: string }>(ctx, 'POST', '/folders', { name, parentFolderId: root })).folderId;
       fs.mkdirSync(path.join(disk, name), { recursive: true });
       await Promise.all(
         Array.from({ length: SNAPSHOT_FILES_PER_DIR }, (_, f) =>
@@ -112,10 +101,10 @@ export async function benchSnapshot(ctx: BenchContext, say: (line: string) => vo
     say(`snapshot: ipfs add -r ${addSeconds.toFixed(1)} s (${expected})`);
 
     t = Date.now();
-    await json(`${apiUrl}/folders/${root}/snapshot`, user.apiKey, 'POST');
+    await apiCall(ctx, 'POST', `/folders/${root}/snapshot`);
     let job: SnapshotJob;
     for (;;) {
-      job = await json<SnapshotJob>(`${apiUrl}/folders/${root}/snapshot`, user.apiKey);
+      job = await apiCall<SnapshotJob>(ctx, 'GET', `/folders/${root}/snapshot`);
       if (job.status === 'complete') break;
       if (Date.now() - t > 30 * 60_000) throw new Error(`the snapshot did not complete in 30 min: ${JSON.stringify(job)}`);
       await new Promise((r) => setTimeout(r, 100));
