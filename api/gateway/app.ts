@@ -18,6 +18,7 @@ import type { UseCaseDeps } from '../usecases/deps.js';
 import { NotFound, Unavailable } from '../usecases/errors.js';
 import {
   admitReader,
+  findGatewayFolder,
   gatewayCors,
   gatewayTarget,
   openAccountGateway,
@@ -82,6 +83,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     const account = await openAccountGateway(deps, slug);
     const match = PATH.exec(url.pathname);
     const namespace = match?.[1] as GatewayNamespace | undefined;
+    const folder = namespace === 'folders' ? await findGatewayFolder(deps, account, decoded(match![2]!)) : undefined;
 
     // Whether this origin may read it from a browser (a folder's CORS document under /folders).
     const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
@@ -90,7 +92,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
       method: preflight ? String(req.headers['access-control-request-method']) : (req.method ?? 'GET'),
       preflight,
       requestHeaders: req.headers['access-control-request-headers'],
-      folderName: namespace === 'folders' ? decoded(match![2]!) : undefined,
+      folder,
     });
     for (const [name, value] of Object.entries(cors)) {
       if (name === 'Vary') vary(res, value);
@@ -113,7 +115,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     await admitReader(deps, account, { ip: req.socket.remoteAddress ?? '', token });
     await deps.bandwidth.assertLeft(account.user._id, account.plan);
     const id = decoded(match[2]!);
-    const target = await gatewayTarget(deps, deps.held, account, namespace, id);
+    const target = await gatewayTarget(deps, deps.held, account, namespace, id, folder);
     // The path inside the content as the reader sent it (still percent-encoded), slashes kept.
     const upstreamPath = `/ipfs/${target.cid}${match[3] ?? ''}${kuboQuery(url.searchParams)}`;
     const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key: answers.keyOf(upstreamPath, req) };

@@ -8,6 +8,7 @@ import type { Config } from '../../infra/config.js';
 import { CidError, parseCid } from '../../infra/cid.js';
 import { GATEWAY_TOKEN_PREFIX, FOLDER_PATH_TTL_S, GATEWAY_TOKEN_PREFIX_LENGTH, IPNS_RECORD_TTL_MS } from '../../infra/constants.js';
 import { defaultGatewaySettings, type GatewaySettings, type User } from '../../infra/db/users.js';
+import type { FolderRecord } from '../../infra/db/folders.js';
 import type { Plan } from '../../infra/plans.js';
 import { digest, digestsEqual } from '../../infra/secrets.js';
 import type { UseCaseDeps } from './deps.js';
@@ -89,9 +90,13 @@ export interface GatewayCorsRequest {
   method: string;
   preflight: boolean;
   requestHeaders?: string;
-  /** A `/folders/<name>` path's folder name. */
-  folderName?: string;
+  /** On a `/folders/<name>` path: that folder (`findGatewayFolder`), or null when there is none. */
+  folder?: FolderRecord | null;
 }
+
+/** The account's top-level folder a `/folders/<name>` path names: looked up once per request, for CORS and content. */
+export const findGatewayFolder = (deps: Deps, account: GatewayAccount, name: string): Promise<FolderRecord | null> =>
+  deps.db.folders.topLevelByName(account.user._id, name);
 
 /**
  * The CORS headers of an answer (none: the browser keeps it from the page). Under
@@ -102,9 +107,8 @@ export interface GatewayCorsRequest {
 export async function gatewayCors(deps: Deps, account: GatewayAccount, request: GatewayCorsRequest): Promise<Record<string, string>> {
   const { origin } = request;
   if (origin === undefined) return {};
-  if (request.folderName !== undefined) {
-    const folder = await deps.db.folders.topLevelByName(account.user._id, request.folderName);
-    const doc = folder ? await deps.db.cors.get(folder._id) : null;
+  if (request.folder !== undefined) {
+    const doc = request.folder ? await deps.db.cors.get(request.folder._id) : null;
     if (doc) {
       const corsRequest = { origin, method: request.method, requestHeaders: requestedHeaders(request.requestHeaders) };
       const rule = matchCorsRule(doc, corsRequest);
@@ -146,6 +150,8 @@ export async function gatewayTarget(
   account: GatewayAccount,
   namespace: GatewayNamespace,
   id: string,
+  /** A `/folders` path's folder when the caller looked it up already. */
+  found?: FolderRecord | null,
 ): Promise<GatewayTarget> {
   if (namespace === 'ipfs') {
     let cid;
@@ -159,7 +165,7 @@ export async function gatewayTarget(
   }
   if (namespace === 'folders') {
     // The folder as last snapshotted: a snapshot holds its directory while it exists.
-    const folder = await deps.db.folders.topLevelByName(account.user._id, id);
+    const folder = found === undefined ? await findGatewayFolder(deps, account, id) : found;
     const [latest] = folder ? await deps.db.snapshots.list(folder._id, { limit: 1 }) : [];
     if (!latest) throw new NotFound(`snapshot of a top-level folder named ${id}`);
     return { cid: latest.cid, ttlS: FOLDER_PATH_TTL_S };

@@ -42,6 +42,9 @@ schema.index({ userId: 1, createdAt: -1, _id: -1 });
 // A folder's page of subfolders; the unique index above cannot serve it: a unique index keeps
 // FerretDB's JSON-text expressions, which its pushdown does not use (0002-pushdown.patch).
 schema.index({ userId: 1, parentFolderId: 1, createdAt: -1, _id: -1 });
+// A folder by name (the gateway's `/folders/<name>`), for the same reason: without it FerretDB
+// would range over all the user's top-level folders for each such read.
+schema.index({ userId: 1, name: 1 });
 
 export interface FolderQuery {
   /** undefined: every folder of the user; null: the top level; else that folder's children. */
