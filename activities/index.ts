@@ -9,6 +9,7 @@ import type { Kubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createHoldActivities } from './holds.js';
 import { createIpnsActivities } from './ipns.js';
+import { createMultipartActivities } from './multipart.js';
 import { createPinActivities } from './pins.js';
 import { createSnapshotActivities } from './snapshots.js';
 
@@ -27,6 +28,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHoldActivities(deps),
     ...createSnapshotActivities(deps),
     ...createIpnsActivities(deps),
+    ...createMultipartActivities(deps),
   };
 }
 

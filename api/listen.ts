@@ -11,8 +11,16 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** Node answers malformed requests itself, with an empty text body; answer them in JSON too. */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+/** How a surface words the answer to a request Node could not parse (JSON by default; S3's is XML). */
+export type ClientErrorBody = (status: number, reason: string, details: string) => { contentType: string; body: string };
+
+const jsonClientError: ClientErrorBody = (_status, reason, details) => ({
+  contentType: 'application/json; charset=utf-8',
+  body: JSON.stringify({ error: { reason, details } }),
+});
+
+/** Node answers malformed requests itself, with an empty text body; answer them in the surface's format. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket, format: ClientErrorBody): void {
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -23,15 +31,24 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'REQUEST_TIMEOUT']
         : [400, 'Bad Request', 'MALFORMED_REQUEST'];
-  const body = JSON.stringify({ error: { reason, details: `the HTTP request could not be parsed (${err.code ?? 'unknown'})` } });
+  const { contentType, body } = format(status, reason, `the HTTP request could not be parsed (${err.code ?? 'unknown'})`);
   socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${text}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
 
-export async function listen(app: RequestListener, host: string, port: number, timeoutMs: number): Promise<Listening> {
+export async function listen(
+  app: RequestListener,
+  host: string,
+  port: number,
+  timeoutMs: number,
+  format: ClientErrorBody = jsonClientError,
+  /** The app answers `Expect: 100-continue` itself (res.writeContinue once it accepts the request). */
+  continueByApp = false,
+): Promise<Listening> {
   const server = http.createServer(app);
-  server.on('clientError', answerClientError);
+  if (continueByApp) server.on('checkContinue', app);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, format));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

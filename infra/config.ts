@@ -33,6 +33,10 @@ export interface Config {
   gateway: { port: number; publicUrl: string | null; domain: string };
   /** GET /image/:cid: derivatives cached in `cacheDir` up to `cacheBytes`; sources up to
    * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */
+  /** The S3 interface: its port; the domain whose subdomains are buckets (virtual-host style,
+   * `<bucket>.<domain>`); its public address (null until it listens, without S3_PUBLIC_URL);
+   * the region it names; how long an untouched multipart upload is kept. */
+  s3: { port: number; domain: string; publicUrl: string | null; region: string; multipartMaxAgeMs: number };
   images: { cacheDir: string; cacheBytes: number; maxSourceBytes: number; maxPixels: number; concurrency: number; queue: number };
   masterKey: Buffer;
   plans: Plans;
@@ -77,6 +81,14 @@ const envSchema = z.object({
   GATEWAY_URL: url.optional(),
   GATEWAY_PORT: port.default(C.DEFAULT_GATEWAY_PORT),
   GATEWAY_PUBLIC_URL: url.optional(),
+  S3_PORT: port.default(C.DEFAULT_S3_PORT),
+  S3_PUBLIC_URL: url.optional(),
+  S3_DOMAIN: z.string().min(1).optional(),
+  S3_REGION: z
+    .string()
+    .regex(/^[a-z0-9-]{1,32}$/, 'must look like us-east-1')
+    .default(C.DEFAULT_S3_REGION),
+  S3_MULTIPART_MAX_AGE: duration.prefault(C.DEFAULT_S3_MULTIPART_MAX_AGE),
   DATA_DIR: z.string().min(1).default(C.DEFAULT_DATA_DIR),
   MONGODB_URI: z
     .string()
@@ -228,6 +240,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
     gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),
     gateway: gatewaySettings(e.GATEWAY_PORT, e.GATEWAY_PUBLIC_URL),
+    s3: {
+      port: e.S3_PORT,
+      publicUrl: e.S3_PUBLIC_URL ? new URL(e.S3_PUBLIC_URL).origin : null,
+      domain: e.S3_DOMAIN ?? (e.S3_PUBLIC_URL ? new URL(e.S3_PUBLIC_URL).hostname : C.DEFAULT_S3_DOMAIN),
+      region: e.S3_REGION,
+      multipartMaxAgeMs: Math.max(60_000, e.S3_MULTIPART_MAX_AGE),
+    },
     images: {
       cacheDir: path.join(dataDir, 'image-cache'),
       cacheBytes: Math.floor(e.IMAGE_CACHE_MB * 2 ** 20),

@@ -58,6 +58,24 @@ export const BANDWIDTH_MEMORY_MS = 2_000;
 export const DEFAULT_GATEWAY_PORT = 3080;
 export const DEFAULT_GATEWAY_DOMAIN = 'localhost';
 
+/** The S3 interface's port, the domain whose subdomains are buckets, the region it names. */
+export const DEFAULT_S3_PORT = 3900;
+export const DEFAULT_S3_DOMAIN = 'localhost';
+export const DEFAULT_S3_REGION = 'us-east-1';
+/** A multipart upload untouched this long is aborted by the cleanup (its parts' bytes given back). */
+export const DEFAULT_S3_MULTIPART_MAX_AGE = '7d';
+/** How often the cleanup of abandoned multipart uploads runs. */
+export const S3_MULTIPART_CLEANUP_EVERY = '1h';
+/** Buckets an account may have (S3's own default). */
+export const S3_BUCKETS_MAX = 100;
+/** S3's limits: a PutObject or a part at most 5 GiB; parts at least 5 MiB but the last; 10,000 parts; objects at most 5 GB (the contract). */
+export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
+export const S3_MIN_PART_BYTES = 5 * 1024 ** 2;
+export const S3_MAX_PARTS = 10_000;
+export const S3_MAX_OBJECT_BYTES = 5 * 1000 ** 3;
+/** Keys listed per page at most (S3's max-keys). */
+export const S3_MAX_KEYS = 1000;
+
 /** Rate limits count requests per key in fixed one-minute windows. */
 export const RATE_WINDOW_MS = 60_000;
 /**
@@ -164,3 +182,5 @@ export const USAGE_REBUILD_WAIT_MS = 60_000;
 export const GATEWAY_SLUG_LENGTH = 12;
 /** A slug's owner, once found, is remembered this long per process (owners never change). */
 export const SLUG_MEMORY_MS = 60_000;
+export const CHUNK_BYTES = 1_048_576; // the profile's chunker (UNIXFS_ADD_OPTIONS), for files assembled from parts (infra/unixfs-file.ts)
+export const MAX_FILE_LINKS = 1024; // and its max-file-links

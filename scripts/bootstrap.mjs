@@ -3,8 +3,9 @@
 // with no dependencies, because it runs before `npm ci`:
 //   1. installs the npm dependencies when node_modules is missing or older than the lock file;
 //   2. builds every command of infra/stack/versions.json that is missing from the cache;
-//   3. with `--browser` (npm test): makes sure a Chromium is there for the browser tests,
-//      installing Debian's `chromium` package when it is missing and apt-get may run.
+//   3. with `--browser` (npm test): makes sure the real clients the tests drive are there:
+//      Chromium, s3cmd and rclone (Debian's packages, installed when missing and apt-get may
+//      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION).
 // `--binaries-only` skips step 1; `--deps-only` skips step 2.
 //
 // Why `go mod download` + `go build` rather than `go install MODULE@VERSION`: measured here,
@@ -143,28 +144,47 @@ function chromiumPath() {
   return process.env.CHROMIUM_PATH || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 }
 
+/** Debian packages the tests drive, by the command each provides. */
+const DEBIAN_CLIENTS = { chromium: 'chromium', s3cmd: 's3cmd', rclone: 'rclone' };
+/** The aws CLI the S3 tests drive (tests/support/s3-clients.ts finds it in the cache). */
+const AWS_CLI_VERSION = '1.46.3';
+
+const hasCommand = (name) => spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+
 /**
- * Browser tests need a real Chromium (playwright-core drives it; its own download needs the
- * internet). Debian's package is installed when absent and we may (root, apt-get present);
- * otherwise the browser tests fail with a message saying to set CHROMIUM_PATH.
+ * The tests drive real clients: a Chromium (playwright-core; its own download needs the
+ * internet), s3cmd, rclone and the aws CLI. Debian's packages are installed when absent and we
+ * may (root, apt-get present); the aws CLI goes into a virtualenv in the cache from PyPI.
+ * Otherwise the tests that need one fail saying what to install.
  */
-function ensureBrowser() {
-  if (chromiumPath()) return;
-  const canInstall = process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
-  if (!canInstall) {
-    log('no Chromium found: install one (Debian: apt-get install chromium) or set CHROMIUM_PATH; the browser tests need it');
-    return;
+function ensureTestClients() {
+  const missing = Object.entries(DEBIAN_CLIENTS)
+    .filter(([command]) => (command === 'chromium' ? !chromiumPath() : !hasCommand(command)))
+    .map(([, pkg]) => pkg);
+  if (missing.length > 0) {
+    const canInstall = process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
+    if (!canInstall) {
+      log(`missing ${missing.join(', ')}: install them (Debian: apt-get install ${missing.join(' ')}); the client tests need them`);
+    } else {
+      log(`installing Debian's ${missing.join(', ')} for the client tests (apt-get; about a minute)`);
+      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+      run('apt-get', ['update', '-q'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      run('apt-get', ['install', '-y', '-q', ...missing], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    }
   }
-  log("installing Debian's chromium for the browser tests (apt-get; about a minute)");
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  run('apt-get', ['update', '-q'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  run('apt-get', ['install', '-y', '-q', 'chromium'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const venv = path.join(cacheDir, `awscli-${AWS_CLI_VERSION}`);
+  if (!fs.existsSync(path.join(venv, 'bin', 'aws'))) {
+    log(`installing the aws CLI ${AWS_CLI_VERSION} into ${venv} (pip)`);
+    fs.rmSync(venv, { recursive: true, force: true });
+    run('python3', ['-m', 'venv', venv], { stdio: ['ignore', 'ignore', 'inherit'] });
+    run(path.join(venv, 'bin', 'pip'), ['install', '-q', `awscli==${AWS_CLI_VERSION}`], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
 }
 
 try {
   if (!args.has('--binaries-only')) ensureDependencies();
   if (!args.has('--deps-only')) ensureBinaries();
-  if (args.has('--browser')) ensureBrowser();
+  if (args.has('--browser')) ensureTestClients();
 } catch (err) {
   log(`failed: ${err.message}`);
   process.exit(1);

@@ -97,6 +97,7 @@ function npmStart(): Run {
       API_HOST: '127.0.0.1',
       API_PORT: String(apiPort()),
       GATEWAY_PORT: String(apiPort() + 1),
+      S3_PORT: String(apiPort() + 2),
       LOG_LEVEL: 'warn',
     },
   });

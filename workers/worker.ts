@@ -15,6 +15,8 @@ import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal/client.js';
 import { pinWait } from '../infra/temporal/contracts/pins.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
+import { multipartCleanupJob } from '../infra/temporal/contracts/multipart.js';
+import { S3_MULTIPART_CLEANUP_EVERY } from '../infra/constants.js';
 import { createJobs } from '../infra/temporal/jobs.js';
 import { installRuntime } from './logging.js';
 
@@ -55,6 +57,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     maxConcurrentActivityTaskExecutions: pinWait.concurrency,
   });
   await ensureSweepSchedule(temporal.client, queue, logger);
+  await ensureMultipartCleanupSchedule(temporal.client, queue, logger);
 
   const done = Promise.all([main.run(), waits.run()]).then(
     () => undefined,
@@ -85,5 +88,25 @@ async function ensureSweepSchedule(client: Client, queue: string, logger: Logger
     });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) logger.warn({ err: (err as Error).message }, 'could not create the sweep schedule');
+  }
+}
+
+/** The schedule of the cleanup of abandoned S3 multipart uploads (contracts/multipart.ts). Idempotent. */
+async function ensureMultipartCleanupSchedule(client: Client, queue: string, logger: Logger): Promise<void> {
+  try {
+    await client.schedule.create({
+      scheduleId: multipartCleanupJob.scheduleId(queue),
+      spec: { intervals: [{ every: S3_MULTIPART_CLEANUP_EVERY }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: multipartCleanupJob.workflowType,
+        taskQueue: multipartCleanupJob.taskQueue(queue),
+        args: [],
+      },
+      policies: { overlap: 'SKIP' },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning))
+      logger.warn({ err: (err as Error).message }, 'could not create the multipart cleanup schedule');
   }
 }

@@ -6,3 +6,4 @@ export { syncCidWorkflow } from './holds.js';
 export { snapshotWorkflow } from './snapshots.js';
 export { sweepWorkflow } from './sweep.js';
 export { ipnsNameWorkflow } from './ipns.js';
+export { multipartWorkflow, multipartCleanupWorkflow } from './multipart.js';

@@ -1,4 +1,4 @@
-// Starts the API process's surfaces, each on its own port (the REST API, the gateway), with the
+// Starts the API process's surfaces, each on its own port (the REST API, the gateway, S3), with the
 // connections they share, and stops them gracefully.
 import type { Config } from '../../infra/config.js';
 import { createClusterClient } from '../../infra/cluster.js';
@@ -8,6 +8,7 @@ import type { Logger } from '../../infra/logger.js';
 import { createTemporal } from '../../infra/temporal/client.js';
 import { createJobs } from '../../infra/temporal/jobs.js';
 import { startGateway } from '../gateway/server.js';
+import { startS3 } from '../s3/server.js';
 import { listen } from '../listen.js';
 import { createApp, type AppDeps } from './app.js';
 
@@ -15,6 +16,8 @@ export interface ApiServer {
   url: string;
   /** The gateway's own address (its accounts are subdomains of GATEWAY_PUBLIC_URL's host). */
   gatewayUrl: string;
+  /** The S3 interface's own address (path-style; buckets are also subdomains of S3_DOMAIN). */
+  s3Url: string;
   deps: AppDeps;
   close(): Promise<void>;
 }
@@ -23,7 +26,7 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   const db = await openDatabase(config.mongodbUri);
   const temporal = createTemporal(config.temporal);
   // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
-  const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway } };
+  const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway }, s3: { ...config.s3 } };
   const deps: AppDeps = {
     config: served,
     logger,
@@ -36,14 +39,15 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   const listening = await listen(createApp(deps), config.api.host, config.api.port, config.shutdownTimeoutMs);
   served.api.publicUrl ??= listening.url;
   const gateway = await startGateway(deps);
+  const s3 = await startS3(deps);
 
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      await Promise.all([listening.close(), gateway.close()]);
+      await Promise.all([listening.close(), gateway.close(), s3.close()]);
       await db.close();
       await temporal.close();
     })());
 
-  return { url: listening.url, gatewayUrl: gateway.url, deps, close };
+  return { url: listening.url, gatewayUrl: gateway.url, s3Url: s3.url, deps, close };
 }

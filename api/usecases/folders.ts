@@ -128,6 +128,9 @@ export async function updateFolder(
  */
 export async function deleteFolder(deps: FolderDeps, userId: string, folderId: string, recursive: boolean): Promise<void> {
   const root = await ownFolder(deps, userId, folderId);
+  if (await deps.db.buckets.byFolder(userId, root._id)) {
+    throw new Conflict('FOLDER_BACKS_BUCKET', 'the folder backs an S3 bucket; delete the bucket (DeleteBucket) instead');
+  }
   if (!recursive) {
     const [children, files] = await Promise.all([
       deps.db.folders.children(userId, root._id),

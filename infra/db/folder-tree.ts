@@ -6,9 +6,18 @@
 // by content, not by name): `/` becomes `_`, `.` and `..` become `_.` and `_..`, and a name
 // already taken in its directory (by a subfolder, or an earlier file in (name, CID) order)
 // gets ` (2)`, ` (3)`, … before its extension. Folder names are valid and unique already.
+//
+// A folder that backs an S3 bucket also lists the bucket's objects, their keys split on `/`
+// into subdirectories (merged with subfolders of the same names). S3's key space is flat, so
+// a key may name a file where another key needs a directory (`a/b` beside `a/b/c`): the
+// directory keeps the name and the file is renamed as above (`a/b (2)`). An empty segment
+// (`a//b`, or `a/` holding bytes) becomes `_`; a key ending in `/` with no bytes (a "folder"
+// marker that consoles make) only makes its directory.
 import crypto from 'node:crypto';
+import type { BucketStore } from './buckets.js';
 import type { FileRecord, FileStore } from './files.js';
 import type { FolderRecord, FolderStore } from './folders.js';
+import type { ObjectStore } from './objects.js';
 import { LIST_QUERIES } from '../constants.js';
 
 export interface TreeListing {
@@ -55,7 +64,9 @@ async function filesIn(files: FileStore, userId: string, folders: FolderRecord[]
   return (await Promise.all(groups.map((g) => files.inFolders(userId, g.ids)))).flat();
 }
 
-export async function listTree(db: { folders: FolderStore; files: FileStore }, userId: string, folderId: string): Promise<TreeListing> {
+type TreeStores = { folders: FolderStore; files: FileStore; buckets: BucketStore; objects: ObjectStore };
+
+export async function listTree(db: TreeStores, userId: string, folderId: string): Promise<TreeListing> {
   // Two queries whatever the tree's shape: the user's folders, then the files of the subtree.
   const children = new Map<string, FolderRecord[]>();
   const byId = new Map<string, FolderRecord>();
@@ -94,10 +105,51 @@ export async function listTree(db: { folders: FolderStore; files: FileStore }, u
       files.push({ path: path ? `${path}/${name}` : name, cid: file.cid, size: file.size, dagSize: file.dagSize ?? null });
     }
   }
+  const bucket = await db.buckets.byFolder(userId, folderId);
+  if (bucket) addObjects(dirs, files, await db.objects.inBucket(bucket._id));
   const digest = crypto
     .createHash('sha256')
     .update(JSON.stringify({ dirs, files: files.map((f) => [f.path, f.cid]) }))
     .digest('hex')
     .slice(0, 32);
   return { dirs, files, totalSize: files.reduce((sum, f) => sum + f.size, 0), digest };
+}
+
+const parentOf = (path: string) => (path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : '');
+const baseOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
+
+/** Adds a bucket's objects (in key order) to a folder's listing, by the rules at the top. */
+function addObjects(
+  dirs: string[],
+  files: TreeListing['files'],
+  objects: { key: string; cid: string; size: number; dagSize: number | null }[],
+): void {
+  const placed: { segments: string[]; object: (typeof objects)[number] }[] = [];
+  const allDirs = new Set(dirs);
+  for (const object of objects) {
+    const parts = object.key.split('/');
+    const marker = parts.at(-1) === '' && object.size === 0;
+    if (marker) parts.pop();
+    const segments = parts.map((p) => (p === '' ? '_' : safeName(p)));
+    for (let i = 1; i < segments.length + (marker ? 1 : 0); i++) allDirs.add(segments.slice(0, i).join('/'));
+    if (!marker) placed.push({ segments, object });
+  }
+  const taken = new Map<string, Set<string>>();
+  const takenIn = (dir: string) => taken.get(dir) ?? taken.set(dir, new Set()).get(dir)!;
+  for (const dir of allDirs) takenIn(parentOf(dir)).add(baseOf(dir));
+  for (const file of files) {
+    // A folder's own file where an object needs a directory gives way too.
+    const parent = parentOf(file.path);
+    const name = unique(baseOf(file.path), takenIn(parent));
+    takenIn(parent).add(name);
+    file.path = parent ? `${parent}/${name}` : name;
+  }
+  dirs.splice(0, dirs.length, ...[...allDirs].sort((a, b) => a.split('/').length - b.split('/').length || byBytes(a, b)));
+  for (const { segments, object } of placed) {
+    const parent = segments.slice(0, -1).join('/');
+    const names = takenIn(parent);
+    const name = unique(segments.at(-1)!, names);
+    names.add(name);
+    files.push({ path: parent ? `${parent}/${name}` : name, cid: object.cid, size: object.size, dagSize: object.dagSize });
+  }
 }

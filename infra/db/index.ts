@@ -4,6 +4,7 @@
 import mongoose from 'mongoose';
 import { createActivityStore } from './activity.js';
 import { createApiKeyStore } from './api-keys.js';
+import { createBucketStore } from './buckets.js';
 import { createCorsStore } from './cors.js';
 import { createFileStore } from './files.js';
 import { createFolderStore } from './folders.js';
@@ -13,6 +14,8 @@ import { createHolds } from './holds.js';
 import { createCounterStore } from './counters.js';
 import { createIpnsNameStore } from './ipns-names.js';
 import { createLockStore } from './locks.js';
+import { createMultipartStore } from './multipart.js';
+import { createObjectStore } from './objects.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
@@ -42,21 +45,26 @@ export async function openDatabase(uri: string) {
   const counters = createCounterStore(connection);
   const signedTokens = createSignedTokenStore(connection);
   const gatewayTokens = createGatewayTokenStore(connection);
+  const buckets = createBucketStore(connection);
+  const objects = createObjectStore(connection);
+  const multipart = createMultipartStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
-  const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder]);
+  const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder, objects.holder]);
   const holdChanges = createHoldChangeStore(connection);
   const locks = createLockStore(connection);
   // Storage use is counted over distinct content (usage.ts); the records are read only to
   // rebuild a user counted before, once, and by the operator's recount.
   const usage = createUsageStore(connection, locks, async (userId) => {
     type Held = { multihash: string; size: number | null };
-    const [f, p] = await Promise.all([
+    const [f, p, o] = await Promise.all([
       files.model.find({ userId }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
       pins.model.find({ userId, status: 'pinned' }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      objects.model.find({ userId }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
     ]);
     return [
       ...f.map((r) => ({ kind: 'file' as const, multihash: r.multihash, size: r.size ?? 0 })),
       ...p.map((r) => ({ kind: 'pin' as const, multihash: r.multihash, size: r.size ?? 0 })),
+      ...o.map((r) => ({ kind: 'object' as const, multihash: r.multihash, size: r.size ?? 0 })),
     ];
   });
   const activity = createActivityStore(connection);
@@ -78,6 +86,9 @@ export async function openDatabase(uri: string) {
     counters,
     signedTokens,
     gatewayTokens,
+    buckets,
+    objects,
+    multipart,
     usage,
     activity,
     locks,

@@ -61,7 +61,7 @@ import { BYTES } from './bytes.js';
 export interface UsageRecord {
   /** The userId. */
   _id: string;
-  /** Bytes of the distinct content held by the user's file records. */
+  /** Bytes of the distinct content held by the user's file records and S3 objects. */
   files: number;
   /** Bytes of the distinct content held by the user's pinned pin requests. */
   pinned: number;
@@ -71,7 +71,8 @@ export interface UsageRecord {
   distinct?: boolean;
 }
 
-export type HoldKind = 'file' | 'pin';
+/** The kinds of record counted: files, pinned pin requests, S3 objects (counted with files as stored content). */
+export type HoldKind = 'file' | 'pin' | 'object';
 
 export interface HoldRecord {
   /** `<userId>:<multihash>`. */
@@ -79,6 +80,8 @@ export interface HoldRecord {
   userId: string;
   file: number;
   pin: number;
+  /** S3 objects of the content (absent on documents from before S3: 0). */
+  object?: number;
   size: number;
 }
 
@@ -112,6 +115,7 @@ const holdSchema = new Schema<HoldRecord>(
     userId: { type: String, required: true },
     file: { type: Number, required: true },
     pin: { type: Number, required: true },
+    object: { type: Number },
     size: { type: BYTES, required: true },
   },
   { versionKey: false },
@@ -121,7 +125,8 @@ holdSchema.index({ userId: 1 });
 /** What a holding document counts. */
 function weigh(doc: Partial<HoldRecord> | null | undefined): Weight {
   const size = doc?.size ?? 0;
-  const file = (doc?.file ?? 0) > 0;
+  // An object holds content as a file does: stored through the service.
+  const file = (doc?.file ?? 0) > 0 || (doc?.object ?? 0) > 0;
   const pin = (doc?.pin ?? 0) > 0;
   return { files: file ? size : 0, pinned: pin ? size : 0, used: file || pin ? size : 0 };
 }
@@ -136,6 +141,7 @@ const difference = (after: Weight, before: Weight): Weight => ({
 const stepped = (before: Partial<HoldRecord> | null, kind: HoldKind, step: number, size: number): Partial<HoldRecord> => ({
   file: (before?.file ?? 0) + (kind === 'file' ? step : 0),
   pin: (before?.pin ?? 0) + (kind === 'pin' ? step : 0),
+  object: (before?.object ?? 0) + (kind === 'object' ? step : 0),
   size: Math.max(before?.size ?? 0, size),
 });
 
@@ -158,7 +164,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       byContent.set(key, stepped(byContent.get(key) ?? null, r.kind, 1, r.size));
     }
     // Content no record holds any more (left by a process that died mid-change) holds nothing.
-    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0 } }).exec();
+    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0, object: 0 } }).exec();
     const entries = [...byContent];
     for (let i = 0; i < entries.length; i += 1000) {
       await Holds.bulkWrite(
@@ -212,7 +218,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   async function step(userId: string, multihash: string, kind: HoldKind, by: 1 | -1, size: number, reserved: number): Promise<Weight> {
     const _id = userContentKey(userId, multihash);
     const update = {
-      $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0 },
+      $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0, object: kind === 'object' ? by : 0 },
       // Only a holder that starts may raise the size; $max also creates the field at 0.
       $max: { size: by > 0 ? size : 0 },
       $setOnInsert: { userId },

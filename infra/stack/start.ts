@@ -25,6 +25,8 @@ import {
   DEFAULT_DATA_DIR,
   DEFAULT_GATEWAY_DOMAIN,
   DEFAULT_GATEWAY_PORT,
+  DEFAULT_S3_DOMAIN,
+  DEFAULT_S3_PORT,
   DEFAULT_STACK_PORT_BASE,
 } from '../constants.js';
 import { projectRoot } from '../paths.js';
@@ -139,6 +141,7 @@ async function main(): Promise<void> {
   const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
   const gatewayUrl =
     process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT}`;
+  const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${process.env.S3_PORT || DEFAULT_S3_PORT}`;
   if (!stackOnly) {
     const worker = runService('worker', 'workers/main.ts', env);
     const api = runService('api', 'api/main.ts', env);
@@ -153,6 +156,7 @@ async function main(): Promise<void> {
       : [
           `  REST API      ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json, readiness: ${apiUrl}/readyz)`,
           `  Gateway       ${gatewayUrl}   (each account's is a subdomain: gatewayUrl in GET /user/profile)`,
+          `  S3            ${s3Url}   (access key id: an API key's keyPrefix; secret: the full key)`,
         ]),
     `  Temporal UI   ${endpoints.temporalUiUrl ?? '(external Temporal: see its own UI)'}`,
     `  Temporal      ${endpoints.temporalAddress}`,

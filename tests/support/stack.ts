@@ -43,6 +43,7 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     KUBO_API_URL: stack.kuboApiUrl,
     KUBO_GATEWAY_URL: need('STUPA_TEST_KUBO_GATEWAY_URL'),
     GATEWAY_PORT: '0',
+    S3_PORT: '0',
     CLUSTER_API_URL: stack.clusterApiUrl,
     MASTER_KEY: crypto.randomBytes(32).toString('hex'),
     DATA_DIR: tempDir(),

@@ -1,0 +1,148 @@
+// Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation,
+// the bucket's CORS configuration (the folder's document, shared with REST and the gateway),
+// and the configurations clients read without this service having them (versioning, object
+// lock, ACLs), answered as S3 answers a bucket without them.
+import { createBucket, deleteBucket, listBuckets, ownBucket } from '../usecases/s3/buckets.js';
+import { deleteCors, getCors, putCors, type CorsInput } from '../usecases/cors.js';
+import { StupaError } from '../usecases/errors.js';
+import { readSmallBody } from './body.js';
+import { isoDate, sendEmpty, sendXml, type S3Context } from './context.js';
+import { S3Error } from './errors.js';
+import { parseXml } from './xml.js';
+
+const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
+
+export async function listAllBuckets(ctx: S3Context): Promise<void> {
+  const buckets = await listBuckets(ctx.deps, ctx.caller);
+  sendXml(ctx, 200, 'ListAllMyBucketsResult', {
+    Owner: owner(ctx),
+    Buckets: { Bucket: buckets.map((b) => ({ Name: b._id, CreationDate: isoDate(b.createdAt), BucketRegion: ctx.deps.config.s3.region })) },
+  });
+}
+
+export async function putBucket(ctx: S3Context, bucket: string): Promise<void> {
+  // A CreateBucketConfiguration (a location constraint) may come; any region is this one.
+  await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  await createBucket(ctx.deps, ctx.caller, bucket);
+  sendEmpty(ctx, 200, { location: `/${bucket}` });
+}
+
+export async function removeBucket(ctx: S3Context, bucket: string): Promise<void> {
+  await deleteBucket(ctx.deps, ctx.caller, bucket);
+  sendEmpty(ctx, 204);
+}
+
+export async function headBucket(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  sendEmpty(ctx, 200, { 'x-amz-bucket-region': ctx.deps.config.s3.region });
+}
+
+export async function bucketLocation(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  const region = ctx.deps.config.s3.region;
+  // S3 names us-east-1 by saying nothing.
+  sendXml(ctx, 200, 'LocationConstraint', { '#text': region === 'us-east-1' ? '' : region });
+}
+
+export async function bucketVersioning(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  sendXml(ctx, 200, 'VersioningConfiguration', {});
+}
+
+export async function objectLockConfiguration(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  throw new S3Error('ObjectLockConfigurationNotFoundError', 'Object Lock configuration does not exist for this bucket');
+}
+
+/** The one ACL there is: the owner's FULL_CONTROL. */
+export async function getAcl(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  if (ctx.key !== null) {
+    const { getObject } = await import('../usecases/s3/objects.js');
+    await getObject(ctx.deps, ctx.caller, bucket, ctx.key);
+  }
+  sendXml(ctx, 200, 'AccessControlPolicy', {
+    Owner: owner(ctx),
+    AccessControlList: {
+      Grant: [
+        {
+          Grantee: { '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance', '@_xsi:type': 'CanonicalUser', ...owner(ctx) },
+          Permission: 'FULL_CONTROL',
+        },
+      ],
+    },
+  });
+}
+
+/** `private` (the only ACL there is) is accepted; anything granting more is refused. */
+export async function putAcl(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  assertPrivateAcl(ctx);
+  sendEmpty(ctx, 200);
+}
+
+/** The request's canned ACL (a header, or a presigned URL's parameter) is `private` or none. */
+export function assertPrivateAcl(ctx: S3Context): void {
+  const acl = ctx.req.headers['x-amz-acl'] ?? ctx.auth.hoisted['x-amz-acl'];
+  if (acl !== undefined && acl !== 'private' && acl !== 'bucket-owner-full-control') {
+    throw new S3Error('AccessControlListNotSupported', `objects here are private; the ACL ${String(acl)} cannot be set`);
+  }
+}
+
+export async function getBucketCors(ctx: S3Context, bucket: string): Promise<void> {
+  const { folderId } = await ownBucket(ctx.deps, ctx.caller, bucket);
+  const configuration = await getCors(ctx.deps, ctx.caller.user._id, folderId);
+  sendXml(ctx, 200, 'CORSConfiguration', {
+    CORSRule: configuration.CORSRules.map((r) => ({
+      ...(r.ID !== undefined ? { ID: r.ID } : {}),
+      AllowedOrigin: r.AllowedOrigins,
+      AllowedMethod: r.AllowedMethods,
+      ...(r.AllowedHeaders ? { AllowedHeader: r.AllowedHeaders } : {}),
+      ...(r.ExposeHeaders ? { ExposeHeader: r.ExposeHeaders } : {}),
+      ...(r.MaxAgeSeconds !== undefined ? { MaxAgeSeconds: r.MaxAgeSeconds } : {}),
+    })),
+  });
+}
+
+type XmlCorsRule = {
+  ID?: string;
+  AllowedOrigin?: string[];
+  AllowedMethod?: string[];
+  AllowedHeader?: string[];
+  ExposeHeader?: string[];
+  MaxAgeSeconds?: string;
+};
+
+export async function putBucketCors(ctx: S3Context, bucket: string): Promise<void> {
+  const { folderId } = await ownBucket(ctx.deps, ctx.caller, bucket);
+  const body = await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  const doc = parseXml(body.toString('utf8'), [
+    'CORSConfiguration.CORSRule',
+    ...['AllowedOrigin', 'AllowedMethod', 'AllowedHeader', 'ExposeHeader'].map((f) => `CORSConfiguration.CORSRule.${f}`),
+  ]) as {
+    CORSConfiguration?: { CORSRule?: XmlCorsRule[] };
+  };
+  if (!doc.CORSConfiguration) throw new S3Error('MalformedXML', 'the body is not a CORSConfiguration');
+  const input: CorsInput = {
+    CORSRules: (doc.CORSConfiguration.CORSRule ?? []).map((r) => ({
+      ...(r.ID !== undefined ? { ID: String(r.ID) } : {}),
+      AllowedOrigins: r.AllowedOrigin?.map(String),
+      AllowedMethods: r.AllowedMethod?.map(String),
+      ...(r.AllowedHeader ? { AllowedHeaders: r.AllowedHeader.map(String) } : {}),
+      ...(r.ExposeHeader ? { ExposeHeaders: r.ExposeHeader.map(String) } : {}),
+      ...(r.MaxAgeSeconds !== undefined ? { MaxAgeSeconds: Number(r.MaxAgeSeconds) } : {}),
+    })),
+  };
+  await putCors(ctx.deps, ctx.caller.user._id, folderId, input);
+  sendEmpty(ctx, 200);
+}
+
+export async function deleteBucketCors(ctx: S3Context, bucket: string): Promise<void> {
+  const { folderId } = await ownBucket(ctx.deps, ctx.caller, bucket);
+  // S3 answers 204 whether there was a configuration or not.
+  await deleteCors(ctx.deps, ctx.caller.user._id, folderId).catch((err: unknown) => {
+    if (!(err instanceof StupaError && err.reason === 'NO_CORS_CONFIGURATION')) throw err;
+  });
+  sendEmpty(ctx, 204);
+}

@@ -1,0 +1,219 @@
+// Object operations: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject.
+// Bytes go in through the upload use-case (verified on the way: api/s3/body.ts) and come out of
+// Kubo's own gateway (infra/kubo-gateway.ts), which serves ranges of UnixFS files.
+import { pipeline } from 'node:stream/promises';
+import { copyObject, deleteObject, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
+import { decodeBody, readSmallBody } from './body.js';
+import { assertPrivateAcl } from './buckets.js';
+import { checksumHeaders, isoDate, objectDetailsOf, objectHeaders, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
+import { S3Error } from './errors.js';
+import { toS3Error } from './failures.js';
+import { parseXml } from './xml.js';
+
+/** S3's PutObject takes at most 5 GiB; a body is read past that only to refuse it. */
+const MAX_BODY = 5 * 1024 ** 3;
+
+/** The body's length as the client declared it: the decoded length of an aws-chunked body, else Content-Length. */
+export function declaredLength(ctx: S3Context): number | undefined {
+  const decoded = ctx.req.headers['x-amz-decoded-content-length'] ?? ctx.req.headers['content-length'];
+  if (decoded === undefined) {
+    if (ctx.req.headers['transfer-encoding'] === undefined)
+      throw new S3Error('MissingContentLength', 'You must provide the Content-Length HTTP header.');
+    return undefined;
+  }
+  const n = Number(decoded);
+  if (!Number.isSafeInteger(n) || n < 0) throw new S3Error('InvalidArgument', 'the content length is not a number');
+  return n;
+}
+
+/** The request's body as the use-cases take it, verified as it streams. */
+export function objectBody(ctx: S3Context) {
+  const declaredBytes = declaredLength(ctx);
+  const { stream, result } = decodeBody(ctx.req, ctx.auth, { maxBytes: MAX_BODY });
+  const abort = new AbortController();
+  ctx.req.on('close', () => {
+    if (!ctx.req.complete) abort.abort();
+  });
+  return { stream, result, declaredBytes, signal: abort.signal };
+}
+
+export async function putObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  assertPrivateAcl(ctx);
+  if (ctx.req.headers['if-none-match'] === '*') {
+    const existing = await getObject(ctx.deps, ctx.caller, bucket, key).catch(() => null);
+    if (existing) throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+  }
+  const object = await putObject(ctx.deps, ctx.caller, bucket, key, objectBody(ctx), objectDetailsOf(ctx.req));
+  sendEmpty(ctx, 200, { etag: quoted(object.etag), 'x-amz-meta-cid': object.cid, ...checksumHeaders(object.checksums) });
+}
+
+/** A byte range asked for: undefined for the whole object (absent or not a single range, which S3 ignores). */
+function requestedRange(header: string | undefined, size: number): { start: number; end: number } | undefined {
+  const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!m || (m[1] === '' && m[2] === '')) return undefined;
+  let start: number;
+  let end: number;
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0) throw unsatisfiable(size);
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+    if (m[2] !== '' && Number(m[2]) < start) return undefined;
+  }
+  if (start >= size) throw unsatisfiable(size);
+  return { start, end };
+}
+
+const unsatisfiable = (size: number) =>
+  new S3Error(
+    'InvalidRange',
+    'The requested range is not satisfiable',
+    { ActualObjectSize: String(size) },
+    { 'content-range': `bytes */${size}` },
+  );
+
+/** If-Match, If-Unmodified-Since (412), If-None-Match, If-Modified-Since (304), in RFC 7232's order. */
+function preconditions(ctx: S3Context, object: ObjectRecord): 'ok' | 'not-modified' {
+  const h = ctx.req.headers;
+  const etag = quoted(object.etag);
+  const matches = (list: string) =>
+    list.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag || t.trim() === object.etag);
+  const seconds = Math.floor(object.lastModified / 1000) * 1000;
+  const failed = () =>
+    new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-Match' });
+  if (h['if-match'] !== undefined) {
+    if (!matches(h['if-match'])) throw failed();
+  } else if (h['if-unmodified-since'] !== undefined) {
+    const since = Date.parse(h['if-unmodified-since']);
+    if (!Number.isNaN(since) && seconds > since) throw failed();
+  }
+  if (h['if-none-match'] !== undefined) {
+    if (matches(h['if-none-match'])) return 'not-modified';
+  } else if (h['if-modified-since'] !== undefined) {
+    const since = Date.parse(h['if-modified-since']);
+    if (!Number.isNaN(since) && seconds <= since) return 'not-modified';
+  }
+  return 'ok';
+}
+
+/** `response-*` query parameters (presigned GETs) override the stored headers. */
+const OVERRIDES = ['content-type', 'content-language', 'expires', 'cache-control', 'content-disposition', 'content-encoding'];
+
+export async function getObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  const object = await getObject(ctx.deps, ctx.caller, bucket, key);
+  const headers = objectHeaders(object, String(ctx.req.headers['x-amz-checksum-mode'] ?? '').toUpperCase() === 'ENABLED');
+  for (const name of OVERRIDES) {
+    const value = ctx.query.get(`response-${name}`);
+    if (value !== null) headers[name] = value;
+  }
+  if (preconditions(ctx, object) === 'not-modified') {
+    const { etag, 'last-modified': lastModified } = headers;
+    ctx.res.writeHead(304, { etag: etag!, 'last-modified': lastModified! });
+    ctx.res.end();
+    return;
+  }
+  const range = requestedRange(ctx.req.headers.range, object.size);
+  if (range) {
+    // A part's checksum is not the object's.
+    for (const name of Object.keys(headers)) if (name.startsWith('x-amz-checksum-')) delete headers[name];
+    headers['content-range'] = `bytes ${range.start}-${range.end}/${object.size}`;
+  }
+  const length = range ? range.end - range.start + 1 : object.size;
+  const status = range ? 206 : 200;
+  if (ctx.req.method === 'HEAD' || length === 0) {
+    ctx.res.writeHead(status, { ...headers, 'content-length': length });
+    ctx.res.end();
+    return;
+  }
+  const abort = new AbortController();
+  ctx.res.on('close', () => abort.abort());
+  let upstream;
+  try {
+    upstream = await ctx.deps.kuboGateway.request(
+      'GET',
+      `/ipfs/${object.cid}`,
+      range ? { range: `bytes=${range.start}-${range.end}` } : {},
+      abort.signal,
+    );
+  } catch {
+    throw new S3Error('ServiceUnavailable', 'the content store is not reachable; retry later');
+  }
+  if (upstream.statusCode !== 200 && upstream.statusCode !== 206) {
+    upstream.resume();
+    throw new S3Error('ServiceUnavailable', `the content store answered ${upstream.statusCode}; retry later`);
+  }
+  ctx.res.writeHead(status, { ...headers, 'content-length': length });
+  await pipeline(upstream, ctx.res).catch(() => undefined);
+}
+
+export async function deleteObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  await deleteObject(ctx.deps, ctx.caller, bucket, key);
+  sendEmpty(ctx, 204);
+}
+
+type DeleteRequest = { Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown }[] } };
+
+/** DeleteObjects: up to 1,000 keys, each deleted on its own; errors are listed, not thrown. */
+export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Promise<void> {
+  const body = await readSmallBody(ctx.req, ctx.auth, 2 * 1024 * 1024);
+  const doc = parseXml(body.toString('utf8'), ['Delete.Object']) as DeleteRequest;
+  const objects = doc.Delete?.Object;
+  if (!doc.Delete || !objects || objects.length === 0 || objects.length > 1000) {
+    throw new S3Error('MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
+  }
+  const quiet = String(doc.Delete.Quiet) === 'true';
+  const deleted: { Key: string }[] = [];
+  const errors: { Key: string; Code: string; Message: string }[] = [];
+  for (const entry of objects) {
+    const key = entry.Key === undefined ? '' : String(entry.Key);
+    try {
+      await deleteObject(ctx.deps, ctx.caller, bucket, key);
+      deleted.push({ Key: key });
+    } catch (err) {
+      const s3 = toS3Error(err);
+      if (!s3 || s3.code === 'NoSuchBucket' || s3.code === 'AccessDenied') throw err;
+      errors.push({ Key: key, Code: s3.code, Message: s3.message });
+    }
+  }
+  sendXml(ctx, 200, 'DeleteResult', { ...(quiet ? {} : { Deleted: deleted }), Error: errors });
+}
+
+/** `x-amz-copy-source`: `[/]<bucket>/<key>[?versionId=…]`, URL-encoded. */
+export function copySource(header: string): { bucket: string; key: string } {
+  const [path, query] = header.split('?');
+  const version = new URLSearchParams(query ?? '').get('versionId');
+  if (version !== null && version !== 'null') throw new S3Error('NoSuchVersion', 'The specified version does not exist.');
+  let text: string;
+  try {
+    text = decodeURIComponent(path!.replace(/^\//, ''));
+  } catch {
+    throw new S3Error('InvalidArgument', 'x-amz-copy-source is not properly URL-encoded');
+  }
+  const slash = text.indexOf('/');
+  if (slash <= 0 || slash === text.length - 1) throw new S3Error('InvalidArgument', 'x-amz-copy-source must be <bucket>/<key>');
+  return { bucket: text.slice(0, slash), key: text.slice(slash + 1) };
+}
+
+export async function copyObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  assertPrivateAcl(ctx);
+  const from = copySource(String(ctx.req.headers['x-amz-copy-source']));
+  const replace = String(ctx.req.headers['x-amz-metadata-directive'] ?? 'COPY').toUpperCase() === 'REPLACE';
+  if (!replace && from.bucket === bucket && from.key === key) {
+    throw new S3Error(
+      'InvalidRequest',
+      "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+    );
+  }
+  await readSmallBody(ctx.req, ctx.auth, 0);
+  const object = await copyObject(ctx.deps, ctx.caller, from, { bucket, key }, replace ? objectDetailsOf(ctx.req) : undefined);
+  sendXml(
+    ctx,
+    200,
+    'CopyObjectResult',
+    { LastModified: isoDate(object.lastModified), ETag: quoted(object.etag) },
+    { 'x-amz-meta-cid': object.cid },
+  );
+}

@@ -1,0 +1,30 @@
+// Starts the S3 interface on S3_PORT over the API process's components, with its own
+// connection pool to Kubo's gateway (objects are read from it).
+import { createKuboGateway } from '../../infra/kubo-gateway.js';
+import type { Logger } from '../../infra/logger.js';
+import type { UseCaseDeps } from '../usecases/deps.js';
+import { listen, type Listening } from '../listen.js';
+import { createS3Handler } from './app.js';
+import { errorXml, S3Error } from './errors.js';
+
+export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<Listening> {
+  const { config } = deps;
+  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
+  const app = createS3Handler({ ...deps, kuboGateway });
+  const xmlClientError = (_status: number, _reason: string, details: string) => ({
+    contentType: 'application/xml',
+    body: errorXml(new S3Error('InvalidRequest', details), '/', '0'),
+  });
+  // `Expect: 100-continue` is answered by the handler once the signature holds (app.ts), so a
+  // refused upload's body is never sent.
+  const listening = await listen(app, config.api.host, config.s3.port, config.shutdownTimeoutMs, xmlClientError, true);
+  // The process's own copy of the configuration (rest/server.ts): the address is known now.
+  config.s3.publicUrl ??= `http://${config.s3.domain}:${listening.port}`;
+  return {
+    ...listening,
+    async close() {
+      await listening.close();
+      kuboGateway.close();
+    },
+  };
+}

@@ -1,0 +1,98 @@
+// S3 buckets (decisions.md): a globally unique, DNS-compatible name owned by one user and
+// backed by a top-level folder of that user with the same name (its CORS document is the
+// bucket's; its snapshots are the bucket's directory CIDs, served by the gateway under
+// `/folders/<bucket>`). Objects are not the folder's files: a flat key space (objects.ts).
+import type { BucketRecord } from '../../../infra/db/buckets.js';
+import { S3_BUCKETS_MAX } from '../../../infra/constants.js';
+import type { Caller, UseCaseDeps } from '../deps.js';
+import { Conflict, Forbidden, InvalidInput, LimitReached, NotFound, StupaError } from '../errors.js';
+import { createFolder, deleteFolder } from '../folders.js';
+import { abortUpload } from './multipart.js';
+
+type BucketDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo'>;
+export type { BucketRecord };
+
+/**
+ * S3's rules for new buckets: 3 to 63 of lower-case letters, digits, `-` and `.`, starting and
+ * ending with a letter or digit, no `..`, not an IPv4 address, none of AWS's reserved prefixes
+ * or suffixes. Names are hosts in virtual-host style, hence DNS-compatible.
+ */
+export function bucketName(name: string): string {
+  const valid =
+    /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) &&
+    !name.includes('..') &&
+    !/^\d+\.\d+\.\d+\.\d+$/.test(name) &&
+    !/^(xn--|sthree-|amzn-s3-demo-)/.test(name) &&
+    !/(-s3alias|--ol-s3|\.mrap|--x-s3)$/.test(name);
+  if (!valid)
+    throw new InvalidInput(`${JSON.stringify(name)} is not a valid bucket name (3-63 of a-z, 0-9, "-" and ".")`, 'INVALID_BUCKET_NAME');
+  return name;
+}
+
+export const noSuchBucket = () => new NotFound('bucket', 'NO_SUCH_BUCKET');
+
+/** The caller's bucket: NO_SUCH_BUCKET when nobody has it, ACCESS_DENIED when another user does (as S3 answers). */
+export async function ownBucket(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, name: string): Promise<BucketRecord> {
+  const bucket = await deps.db.buckets.get(name);
+  if (!bucket) throw noSuchBucket();
+  if (bucket.userId !== caller.user._id) throw new Forbidden('ACCESS_DENIED', 'the bucket belongs to another account');
+  return bucket;
+}
+
+export async function createBucket(deps: BucketDeps, caller: Caller, name: string): Promise<BucketRecord> {
+  const userId = caller.user._id;
+  const existing = await deps.db.buckets.get(bucketName(name));
+  if (existing) throw taken(existing, userId);
+  if ((await deps.db.buckets.countForUser(userId)) >= S3_BUCKETS_MAX) {
+    throw new LimitReached('TOO_MANY_BUCKETS', `an account may have at most ${S3_BUCKETS_MAX} buckets`);
+  }
+  // The folder first, so a bucket never exists without one: the user's top-level folder of
+  // that name, made now or one they had (not backing another bucket: names are unique).
+  let folderId: string;
+  try {
+    folderId = (await createFolder(deps, userId, { name }))._id;
+  } catch (err) {
+    if (!(err instanceof StupaError && err.reason === 'FOLDER_EXISTS')) throw err;
+    const folder = await deps.db.folders.topLevelByName(userId, name);
+    if (!folder) throw err;
+    folderId = folder._id;
+  }
+  const bucket: BucketRecord = { _id: name, userId, folderId, createdAt: Date.now() };
+  if (!(await deps.db.buckets.insert(bucket))) {
+    // Someone created it in between; the winner's record says whose it is.
+    const winner = await deps.db.buckets.get(name);
+    throw winner ? taken(winner, userId) : new Conflict('BUCKET_TAKEN', 'the bucket name is taken');
+  }
+  return bucket;
+}
+
+function taken(bucket: BucketRecord, userId: string): Conflict {
+  return bucket.userId === userId
+    ? new Conflict('BUCKET_OWNED', 'you own this bucket already')
+    : new Conflict('BUCKET_TAKEN', 'the bucket name is taken; bucket names are shared by all accounts');
+}
+
+export const listBuckets = (deps: Pick<UseCaseDeps, 'db'>, caller: Caller) => deps.db.buckets.listForUser(caller.user._id);
+
+/**
+ * Deletes an empty bucket (BUCKET_NOT_EMPTY otherwise). Its unfinished multipart uploads are
+ * aborted, as S3 does; its folder goes too when nothing else is in it (files added over REST,
+ * subfolders or snapshots keep it).
+ */
+export async function deleteBucket(deps: BucketDeps, caller: Caller, name: string): Promise<void> {
+  const bucket = await ownBucket(deps, caller, name);
+  if (await deps.db.objects.any(bucket._id)) throw new Conflict('BUCKET_NOT_EMPTY', 'the bucket is not empty');
+  for (
+    let batch = await deps.db.multipart.openInBucket(bucket._id, 100);
+    batch.length > 0;
+    batch = await deps.db.multipart.openInBucket(bucket._id, 100)
+  ) {
+    for (const upload of batch) await abortUpload(deps, upload);
+  }
+  if (!(await deps.db.buckets.delete(bucket._id, bucket.userId))) return;
+  const snapshots = await deps.db.snapshots.list(bucket.folderId, { limit: 1 });
+  if (snapshots.length > 0) return;
+  await deleteFolder(deps, bucket.userId, bucket.folderId, false).catch((err: unknown) => {
+    if (!(err instanceof StupaError)) throw err;
+  });
+}

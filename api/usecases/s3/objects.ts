@@ -1,0 +1,206 @@
+// S3 objects: a bucket's records of content by full key (infra/db/objects.ts), each a hold on
+// its content like a file's. Bytes go in through the same upload path as POST /upload/new
+// (usecases/uploads.ts: the profile's CIDs, the quota counted while streaming); reading is
+// the surface's business (Kubo's gateway). No transport here: the S3 surface maps errors.
+import type { Readable } from 'node:stream';
+import { parseCid } from '../../../infra/cid.js';
+import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
+import { objectId, type ObjectChecksums, type ObjectHeaders, type ObjectRecord } from '../../../infra/db/objects.js';
+import { holdsChanged, reserveStorage } from '../content.js';
+import type { Caller, UseCaseDeps } from '../deps.js';
+import { InvalidInput, NotFound, TooLarge } from '../errors.js';
+import { beginUpload } from '../uploads.js';
+import { ownBucket } from './buckets.js';
+
+export type { ObjectRecord };
+type ObjectDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
+
+/** What describes an object beside its bytes. */
+export interface ObjectDetails {
+  contentType: string;
+  meta: Record<string, string>;
+  headers: ObjectHeaders;
+}
+
+/** A verified body: its bytes, and a promise of what they hashed to that settles once they
+ * are all read (rejecting, with the stream destroyed before it ends, when a check failed). */
+export interface ObjectBody {
+  stream: Readable;
+  result: Promise<{ bytes: number; md5: Buffer; checksums: ObjectChecksums }>;
+  /** The length the client declared, when it did. */
+  declaredBytes?: number;
+  signal?: AbortSignal;
+}
+
+/** A key is 1 to 1,024 bytes of UTF-8 (S3's rule). */
+export function objectKey(key: string): string {
+  if (key.length === 0 || Buffer.byteLength(key) > 1024) throw new InvalidInput('an object key is 1 to 1024 bytes', 'INVALID_KEY');
+  return key;
+}
+
+export const noSuchKey = () => new NotFound('key', 'NO_SUCH_KEY');
+
+/** Streams the body into Kubo and records it under the key, replacing what the key held. */
+export async function putObject(
+  deps: ObjectDeps,
+  caller: Caller,
+  bucketName: string,
+  key: string,
+  body: ObjectBody,
+  details: ObjectDetails,
+): Promise<ObjectRecord> {
+  const bucket = await ownBucket(deps, caller, bucketName);
+  objectKey(key);
+  if ((body.declaredBytes ?? 0) > S3_MAX_PUT_BYTES) throw tooLarge();
+  const upload = await beginUpload(deps, caller, { declaredBytes: body.declaredBytes });
+  const { added, digest } = await readBody(body, (stream) => upload.add(stream, { signal: body.signal, mimeType: details.contentType }));
+  if (added.bytes > S3_MAX_PUT_BYTES) throw tooLarge();
+  return recordObject(
+    deps,
+    caller,
+    { bucket: bucket._id, key, cid: added.cid.toString(), size: added.bytes, dagSize: added.dagSize },
+    {
+      ...details,
+      etag: digest.md5.toString('hex'),
+      checksums: digest.checksums,
+      uploadId: null,
+      parts: null,
+    },
+  );
+}
+
+const tooLarge = () => new TooLarge('ENTITY_TOO_LARGE', `a single PUT takes at most ${S3_MAX_PUT_BYTES} bytes; use a multipart upload`);
+
+/**
+ * Runs `consume` over the body's bytes and waits for both. A body that failed its checks is
+ * the error to report even when the consumer failed first (it saw the stream break).
+ */
+export async function readBody<T>(body: ObjectBody, consume: (stream: Readable) => Promise<T>) {
+  // A small body can be read, and fail its checks, before the consumer attaches (the surface
+  // and the use-case await other things first): such a stream will emit nothing more.
+  const { stream } = body;
+  const consumed =
+    stream.errored || stream.destroyed ? Promise.reject(stream.errored ?? new Error('the body was closed')) : consume(stream);
+  const [added, digest] = await Promise.allSettled([consumed, body.result]);
+  if (digest.status === 'rejected') throw digest.reason;
+  if (added.status === 'rejected') throw added.reason;
+  return { added: added.value, digest: digest.value };
+}
+
+export interface StoredContent {
+  bucket: string;
+  key: string;
+  cid: string;
+  size: number;
+  dagSize: number | null;
+}
+
+export type StoredDetails = ObjectDetails & Pick<ObjectRecord, 'etag' | 'checksums' | 'uploadId' | 'parts'>;
+
+/**
+ * Records content as the object at the key and holds it; the key's previous object (if any)
+ * releases its hold. What the object adds to the user's distinct storage is reserved first
+ * (one conditional update: STORAGE_LIMIT when it does not fit), unless `reserved` says how
+ * many bytes were reserved for it already (a multipart upload's parts): the holding update
+ * then settles exactly that reservation (infra/db/usage.ts).
+ */
+export async function recordObject(
+  deps: Pick<UseCaseDeps, 'db' | 'jobs'>,
+  caller: Pick<Caller, 'user' | 'plan'>,
+  content: StoredContent,
+  details: StoredDetails,
+  reserved?: number,
+): Promise<ObjectRecord> {
+  const userId = caller.user._id;
+  const cid = parseCid(content.cid);
+  let held = reserved;
+  if (held === undefined) {
+    held = await deps.db.usage.cost(userId, cid.multihash, 'object', content.size);
+    await reserveStorage(deps.db, userId, caller.plan, held);
+  }
+  const record: ObjectRecord = {
+    _id: objectId(content.bucket, content.key),
+    bucket: content.bucket,
+    key: content.key,
+    userId,
+    cid: cid.v1,
+    multihash: cid.multihash,
+    size: content.size,
+    dagSize: content.dagSize,
+    etag: details.etag,
+    contentType: details.contentType,
+    meta: JSON.stringify(details.meta),
+    headers: details.headers,
+    checksums: details.checksums,
+    uploadId: details.uploadId,
+    parts: details.parts,
+    lastModified: Date.now(),
+  };
+  let previous: ObjectRecord | null;
+  try {
+    previous = await deps.db.objects.put(record);
+  } catch (err) {
+    await deps.db.usage.add(userId, { used: -held }).catch(() => undefined);
+    throw err;
+  }
+  // A multipart completion retried after its write (activities/multipart.ts) counted it already.
+  const retried = reserved !== undefined && previous?.uploadId === details.uploadId;
+  if (!retried) {
+    const stored = (await deps.db.usage.hold(userId, cid.multihash, 'object', content.size, held)).used;
+    const removed = previous ? (await deps.db.usage.release(userId, previous.multihash, 'object')).used : 0;
+    await deps.db.activity.tryRecord(userId, record.lastModified, {
+      uploads: 1,
+      uploadBytes: content.size,
+      mimeType: details.contentType,
+      storedBytes: stored + removed,
+    });
+  }
+  await holdsChanged(deps, cid, { kind: 'object', key: record._id });
+  if (previous && previous.multihash !== cid.multihash) await holdsChanged(deps, parseCid(previous.cid));
+  return record;
+}
+
+export async function getObject(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, bucketName: string, key: string): Promise<ObjectRecord> {
+  const bucket = await ownBucket(deps, caller, bucketName);
+  const object = await deps.db.objects.get(bucket._id, key);
+  if (!object) throw noSuchKey();
+  return object;
+}
+
+/** Deletes the object (nothing to do when there is none, as S3 answers) and releases its hold. */
+export async function deleteObject(deps: Pick<UseCaseDeps, 'db' | 'jobs'>, caller: Caller, bucketName: string, key: string): Promise<void> {
+  const bucket = await ownBucket(deps, caller, bucketName);
+  await deps.db.usage.ensure(caller.user._id); // before any record changes (infra/db/usage.ts)
+  const removed = await deps.db.objects.delete(bucket._id, key);
+  if (!removed) return;
+  const released = await deps.db.usage.release(removed.userId, removed.multihash, 'object');
+  await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
+  await holdsChanged(deps, parseCid(removed.cid));
+}
+
+/**
+ * Copies an object without copying a byte: the new key holds the same CID. `details` replaces
+ * the source's metadata (S3's REPLACE directive), or the source's is kept.
+ */
+export async function copyObject(
+  deps: Pick<UseCaseDeps, 'db' | 'jobs'>,
+  caller: Caller,
+  from: { bucket: string; key: string },
+  to: { bucket: string; key: string },
+  details?: ObjectDetails,
+): Promise<ObjectRecord> {
+  const source = await getObject(deps, caller, from.bucket, from.key);
+  const target = await ownBucket(deps, caller, to.bucket);
+  objectKey(to.key);
+  const kept: ObjectDetails = details ?? {
+    contentType: source.contentType,
+    meta: JSON.parse(source.meta) as Record<string, string>,
+    headers: source.headers,
+  };
+  return recordObject(
+    deps,
+    caller,
+    { bucket: target._id, key: to.key, cid: source.cid, size: source.size, dagSize: source.dagSize },
+    { ...kept, etag: source.etag, checksums: source.checksums, uploadId: null, parts: source.parts },
+  );
+}

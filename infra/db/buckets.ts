@@ -1,0 +1,60 @@
+// S3 buckets: a globally unique name owned by one user and backed by one of that user's
+// folders (decisions.md). The name is the `_id`, so "globally unique" is the unique `_id`.
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { count } from './count.js';
+import { isDuplicateKey } from './errors.js';
+
+export interface BucketRecord {
+  /** The bucket's name. */
+  _id: string;
+  userId: string;
+  /** The top-level folder that backs it (its snapshots are the bucket's directory CIDs). */
+  folderId: string;
+  createdAt: number;
+}
+
+const schema = new Schema<BucketRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    folderId: { type: String, required: true },
+    createdAt: { type: Number, required: true },
+  },
+  { versionKey: false },
+);
+schema.index({ userId: 1, _id: 1 });
+
+export function createBucketStore(conn: Connection) {
+  const Buckets: Model<BucketRecord> = conn.model<BucketRecord>('Bucket', schema, 'buckets');
+  return {
+    model: Buckets,
+
+    /** False when the name is taken (by anyone). */
+    async insert(bucket: BucketRecord): Promise<boolean> {
+      try {
+        await Buckets.create(bucket);
+        return true;
+      } catch (err) {
+        if (isDuplicateKey(err)) return false;
+        throw err;
+      }
+    },
+
+    get: (name: string) => Buckets.findById(name).lean<BucketRecord>().exec(),
+
+    /** The user's buckets by name (at most BUCKETS_MAX). */
+    listForUser: (userId: string) => Buckets.find({ userId }).sort({ _id: 1 }).lean<BucketRecord[]>().exec(),
+
+    countForUser: (userId: string) => count(Buckets, { userId }),
+
+    /** The bucket backed by this folder, if any (a folder's REST delete must not orphan one). */
+    byFolder: (userId: string, folderId: string) => Buckets.findOne({ userId, folderId }).lean<BucketRecord>().exec(),
+
+    async delete(name: string, userId: string): Promise<boolean> {
+      return (await Buckets.deleteOne({ _id: name, userId }).exec()).deletedCount === 1;
+    },
+  };
+}
+
+export type BucketStore = ReturnType<typeof createBucketStore>;

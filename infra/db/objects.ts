@@ -1,0 +1,147 @@
+// S3 objects: the records of a bucket's content, keyed by the full key. A flat key space, as S3
+// has (`a/b` and `a/b/c` both exist; `a/` may hold bytes), so objects are not folder entries:
+// they are their own kind of holder (holds.ts) under the bucket. Each holds its content for
+// as long as it exists; many keys may hold the same content.
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { isDuplicateKey } from './errors.js';
+import { existenceHolder } from './holds.js';
+
+/** What an object answers with beside its bytes (S3 stores them and gives them back). */
+export interface ObjectHeaders {
+  cacheControl?: string;
+  contentDisposition?: string;
+  contentEncoding?: string;
+  contentLanguage?: string;
+  expires?: string;
+}
+
+/** Checksums of the object, base64, as S3 returns them (composite ones end in `-<parts>`). */
+export interface ObjectChecksums {
+  crc32?: string;
+  crc32c?: string;
+  sha1?: string;
+  sha256?: string;
+}
+
+export interface ObjectRecord {
+  /** `<bucket>/<key>` (bucket names have no `/`): one object per key. */
+  _id: string;
+  bucket: string;
+  key: string;
+  userId: string;
+  cid: string;
+  multihash: string;
+  size: number;
+  /** The cumulative size of the content's blocks. */
+  dagSize: number | null;
+  /** Without quotes: the MD5 in hex, or for multipart `md5(part MD5s)-<parts>`. */
+  etag: string;
+  contentType: string;
+  /** `x-amz-meta-*` as JSON (names lower-cased, without the prefix): JSON because a name may
+   * hold characters a MongoDB field name cannot (`.`, `$`). */
+  meta: string;
+  headers: ObjectHeaders;
+  checksums: ObjectChecksums;
+  /** The multipart upload that made it (none for a PutObject). */
+  uploadId: string | null;
+  parts: number | null;
+  lastModified: number;
+}
+
+const schema = new Schema<ObjectRecord>(
+  {
+    _id: { type: String, required: true },
+    bucket: { type: String, required: true },
+    key: { type: String, required: true },
+    userId: { type: String, required: true },
+    cid: { type: String, required: true },
+    multihash: { type: String, required: true },
+    size: { type: Number, required: true },
+    dagSize: { type: Number, default: null },
+    etag: { type: String, required: true },
+    contentType: { type: String, required: true },
+    meta: { type: String, default: '{}' },
+    headers: { type: Schema.Types.Mixed, default: {} },
+    checksums: { type: Schema.Types.Mixed, default: {} },
+    uploadId: { type: String, default: null },
+    parts: { type: Number, default: null },
+    lastModified: { type: Number, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+// Listing a bucket in key order from a point (FerretDB pushes the range down on this index).
+schema.index({ bucket: 1, key: 1 });
+schema.index({ multihash: 1 });
+// A usage rebuild reads one user's records.
+schema.index({ userId: 1 });
+
+export const objectId = (bucket: string, key: string) => `${bucket}/${key}`;
+
+/** The first string (bytewise UTF-8, as MongoDB orders) after every string starting with `prefix`. */
+export const afterPrefix = (prefix: string) => `${prefix}\u{10FFFF}`;
+
+export interface ObjectRange {
+  /** Keys after this one. */
+  after?: string;
+  /** Keys from this one on. */
+  from?: string;
+  /** Keys before this one. */
+  below?: string;
+  limit: number;
+}
+
+export function createObjectStore(conn: Connection) {
+  const Objects: Model<ObjectRecord> = conn.model<ObjectRecord>('S3Object', schema, 'objects');
+  return {
+    model: Objects,
+    holder: existenceHolder('object', Objects),
+
+    get: (bucket: string, key: string) => Objects.findById(objectId(bucket, key)).lean<ObjectRecord>().exec(),
+
+    /** Writes the object, replacing the key's previous one, which it returns (null: new key). */
+    async put(object: ObjectRecord): Promise<ObjectRecord | null> {
+      const { _id, ...fields } = object;
+      const write = () =>
+        Objects.findOneAndUpdate({ _id }, { $set: fields }, { upsert: true, returnDocument: 'before' }).lean<ObjectRecord>().exec();
+      try {
+        return await write();
+      } catch (err) {
+        // Two first writes of one key: the other inserted it, so this one replaces it (files.ts).
+        if (!isDuplicateKey(err)) throw err;
+        return await write();
+      }
+    },
+
+    /** Deletes the object; returns what was deleted (null: nothing was), so that whoever
+     * deleted it, and only they, release its hold. */
+    delete: (bucket: string, key: string) =>
+      Objects.findOneAndDelete({ _id: objectId(bucket, key) })
+        .lean<ObjectRecord>()
+        .exec(),
+
+    /** Keys of the bucket in order, within a range: one index range, `limit` documents at most. */
+    range(bucket: string, r: ObjectRange): Promise<ObjectRecord[]> {
+      const key: Record<string, string> = {};
+      if (r.after !== undefined) key.$gt = r.after;
+      if (r.from !== undefined) key.$gte = r.from;
+      if (r.below !== undefined) key.$lt = r.below;
+      const filter = Object.keys(key).length ? { bucket, key } : { bucket };
+      return Objects.find(filter).sort({ key: 1 }).limit(r.limit).lean<ObjectRecord[]>().exec();
+    },
+
+    /** Every object of the bucket, in key order, with what a snapshot links (a snapshot lists them all). */
+    inBucket: (bucket: string) =>
+      Objects.find({ bucket }, { key: 1, cid: 1, size: 1, dagSize: 1 })
+        .sort({ key: 1 })
+        .lean<Pick<ObjectRecord, 'key' | 'cid' | 'size' | 'dagSize'>[]>()
+        .exec(),
+
+    /** Whether the bucket holds any object (one index lookup). */
+    async any(bucket: string): Promise<boolean> {
+      return (await Objects.exists({ bucket })) !== null;
+    },
+  };
+}
+
+export type ObjectStore = ReturnType<typeof createObjectStore>;

@@ -1,0 +1,308 @@
+// The S3 interface with the AWS SDK for JavaScript v3 and its defaults: buckets (global names,
+// ownership), objects (bytes, CIDs, ETags, metadata, ranges, conditions), the flat key space
+// and its listings, copies without bytes, deletes that release holds, tenancy, and the
+// signature and checksum failures. Outcomes are read back: bytes, CIDs, MongoDB, Cluster.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import {
+  CopyObjectCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetBucketLocationCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  ListObjectsCommand,
+  ListObjectsV2Command,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid } from '../infra/cid.js';
+import { cluster } from './support/content.js';
+import { bucketName, s3Client, s3Failure } from './support/s3.js';
+import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
+let api: ApiServer;
+let worker: WorkerProcess;
+let alice: TestUser;
+let bob: TestUser;
+let s3: S3Client;
+let bobS3: S3Client;
+
+beforeAll(async () => {
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  [alice, bob] = await Promise.all([createUser(api), createUser(api)]);
+  s3 = s3Client(api, alice);
+  bobS3 = s3Client(api, bob);
+});
+afterAll(async () => {
+  s3?.destroy();
+  bobS3?.destroy();
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+const HELLO_CID = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e';
+const md5 = (data: string | Buffer) => crypto.createHash('md5').update(data).digest('hex');
+const text = async (out: { Body?: { transformToString(): Promise<string> } }) => out.Body!.transformToString();
+const used = (user: TestUser) => api.deps.db.usage.used(user.userId);
+
+async function newBucket(client: S3Client, label: string): Promise<string> {
+  const name = bucketName(label);
+  await client.send(new CreateBucketCommand({ Bucket: name }));
+  return name;
+}
+
+describe('buckets', () => {
+  test('names are global: your own again is BucketAlreadyOwnedByYou, another account’s BucketAlreadyExists', async () => {
+    const name = await newBucket(s3, 'global');
+    await s3.send(new HeadBucketCommand({ Bucket: name }));
+    expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: name })))).toMatchObject({
+      code: 'BucketAlreadyOwnedByYou',
+      status: 409,
+    });
+    expect(await s3Failure(bobS3.send(new CreateBucketCommand({ Bucket: name })))).toMatchObject({
+      code: 'BucketAlreadyExists',
+      status: 409,
+    });
+    const mine = (await s3.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name);
+    const his = (await bobS3.send(new ListBucketsCommand({}))).Buckets!.map((b) => b.Name);
+    expect(mine).toContain(name);
+    expect(his).not.toContain(name);
+    // Backed by a top-level folder of the same name (REST sees it).
+    const folders = await call(api, 'GET', '/folders?parentFolderId=root', { key: alice.apiKey });
+    expect(folders.body.items.map((f: { name: string }) => f.name)).toContain(name);
+    expect((await s3.send(new GetBucketLocationCommand({ Bucket: name }))).LocationConstraint).toBeUndefined();
+  });
+
+  test('invalid names are InvalidBucketName; a missing bucket is NoSuchBucket', async () => {
+    for (const bad of ['ab', 'UPPER', 'has_underscore', '-dash', '192.168.1.1', 'a..b', 'x'.repeat(64)]) {
+      expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: bad })))).toMatchObject({ code: 'InvalidBucketName', status: 400 });
+    }
+    expect(await s3Failure(s3.send(new ListObjectsV2Command({ Bucket: bucketName('missing') })))).toMatchObject({
+      code: 'NoSuchBucket',
+      status: 404,
+    });
+  });
+
+  test('another account’s bucket is AccessDenied for every call, its contents never shown', async () => {
+    const name = await newBucket(s3, 'tenancy');
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'secret.txt', Body: 'for alice only' }));
+    for (const attempt of [
+      bobS3.send(new GetObjectCommand({ Bucket: name, Key: 'secret.txt' })),
+      bobS3.send(new ListObjectsV2Command({ Bucket: name })),
+      bobS3.send(new PutObjectCommand({ Bucket: name, Key: 'x', Body: 'x' })),
+      bobS3.send(new DeleteObjectCommand({ Bucket: name, Key: 'secret.txt' })),
+      bobS3.send(new DeleteBucketCommand({ Bucket: name })),
+    ]) {
+      const failure = await s3Failure(attempt);
+      expect(failure).toMatchObject({ code: 'AccessDenied', status: 403 });
+      expect(failure.message).not.toContain('alice only');
+    }
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: name, Key: 'secret.txt' })))).toBe('for alice only');
+  });
+
+  test('a bucket with objects is BucketNotEmpty; emptied, it goes', async () => {
+    const name = await newBucket(s3, 'delete');
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'k', Body: 'v' }));
+    expect(await s3Failure(s3.send(new DeleteBucketCommand({ Bucket: name })))).toMatchObject({ code: 'BucketNotEmpty', status: 409 });
+    await s3.send(new DeleteObjectCommand({ Bucket: name, Key: 'k' }));
+    await s3.send(new DeleteBucketCommand({ Bucket: name }));
+    expect(await s3Failure(s3.send(new HeadBucketCommand({ Bucket: name })))).toMatchObject({ status: 404 });
+    expect(await api.deps.db.buckets.get(name)).toBeNull();
+  });
+});
+
+describe('objects', () => {
+  let bucket: string;
+  beforeAll(async () => {
+    bucket = await newBucket(s3, 'objects');
+  });
+
+  test('PutObject with the SDK’s defaults: the profile’s CID, the MD5 ETag, bytes and metadata back, pinned in Cluster', async () => {
+    const before = await used(alice);
+    const put = await s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: 'docs/hello.txt',
+        Body: 'hello world',
+        ContentType: 'text/plain',
+        Metadata: { colour: 'blue' },
+      }),
+    );
+    expect(put.ETag).toBe(`"${md5('hello world')}"`);
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'docs/hello.txt' }));
+    expect(await text(got)).toBe('hello world');
+    expect(got.ContentType).toBe('text/plain');
+    expect(got.Metadata).toEqual({ colour: 'blue', cid: HELLO_CID });
+    expect(got.ETag).toBe(put.ETag);
+    const record = await api.deps.db.objects.get(bucket, 'docs/hello.txt');
+    expect(record).toMatchObject({ cid: HELLO_CID, size: 11, userId: alice.userId });
+    expect(record!.checksums.crc32).toBeDefined(); // the SDK's trailer, verified and kept
+    expect(await used(alice)).toBe(before + 11);
+    await eventually(
+      async () => (await cluster().allocations()).some((a) => parseCid(a.cid).v1 === HELLO_CID),
+      Boolean,
+      30_000,
+      'pinned in Cluster',
+    );
+  });
+
+  test('ranges, conditions and response overrides', async () => {
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'range.txt', Body: '0123456789' }));
+    const part = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=2-5' }));
+    expect(await text(part)).toBe('2345');
+    expect(part.ContentRange).toBe('bytes 2-5/10');
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=-3' })))).toBe('789');
+    expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', Range: 'bytes=20-30' })))).toMatchObject({
+      code: 'InvalidRange',
+      status: 416,
+    });
+    const etag = `"${md5('0123456789')}"`;
+    expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfNoneMatch: etag })))).toMatchObject({
+      status: 304,
+    });
+    expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: '"nope"' })))).toMatchObject({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'range.txt', IfMatch: etag }));
+    expect(head.ContentLength).toBe(10);
+    const renamed = await s3.send(
+      new GetObjectCommand({ Bucket: bucket, Key: 'range.txt', ResponseContentDisposition: 'attachment; filename="x.txt"' }),
+    );
+    expect(renamed.ContentDisposition).toBe('attachment; filename="x.txt"');
+    expect(await s3Failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'absent' })))).toMatchObject({ status: 404 });
+  });
+
+  test('a flat key space: a/b, a/b/c and a/ coexist; listings roll up by delimiter and page by token and marker', async () => {
+    const b = await newBucket(s3, 'flat');
+    const keys = ['a/', 'a/b', 'a/b/c', 'a/b/d', 'b', 'c/x', 'caf\u00e9 +%.txt'];
+    for (const key of keys) await s3.send(new PutObjectCommand({ Bucket: b, Key: key, Body: `data of ${key}` }));
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'a/' })))).toBe('data of a/');
+    const all = await s3.send(new ListObjectsV2Command({ Bucket: b }));
+    expect(all.Contents!.map((o) => o.Key)).toEqual([...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y))));
+    const top = await s3.send(new ListObjectsV2Command({ Bucket: b, Delimiter: '/' }));
+    expect(top.Contents!.map((o) => o.Key)).toEqual(['b', 'caf\u00e9 +%.txt']);
+    expect(top.CommonPrefixes!.map((p) => p.Prefix)).toEqual(['a/', 'c/']);
+    const inA = await s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'a/', Delimiter: '/' }));
+    expect(inA.Contents!.map((o) => o.Key)).toEqual(['a/', 'a/b']);
+    expect(inA.CommonPrefixes!.map((p) => p.Prefix)).toEqual(['a/b/']);
+    // Pages of 2 by continuation token, then by start-after.
+    const seen: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await s3.send(new ListObjectsV2Command({ Bucket: b, MaxKeys: 2, ContinuationToken: token }));
+      seen.push(...page.Contents!.map((o) => o.Key!));
+      token = page.NextContinuationToken;
+      expect(page.IsTruncated).toBe(token !== undefined);
+    } while (token);
+    expect(seen).toEqual(all.Contents!.map((o) => o.Key));
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: b, StartAfter: 'a/b/d' }))).Contents!.map((o) => o.Key)).toEqual([
+      'b',
+      'c/x',
+      'caf\u00e9 +%.txt',
+    ]);
+    // v1 with a delimiter: markers past a common prefix do not list it again.
+    const v1 = await s3.send(new ListObjectsCommand({ Bucket: b, Delimiter: '/', MaxKeys: 1 }));
+    expect(v1).toMatchObject({ IsTruncated: true, NextMarker: 'a/', CommonPrefixes: [{ Prefix: 'a/' }] });
+    const v1next = await s3.send(new ListObjectsCommand({ Bucket: b, Delimiter: '/', Marker: v1.NextMarker }));
+    expect(v1next.Contents!.map((o) => o.Key)).toEqual(['b', 'caf\u00e9 +%.txt']);
+    expect(v1next.CommonPrefixes!.map((p) => p.Prefix)).toEqual(['c/']);
+    const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: b, Prefix: 'a/b/' }));
+    expect(versions.Versions!.map((v) => [v.Key, v.VersionId, v.IsLatest])).toEqual([
+      ['a/b/c', 'null', true],
+      ['a/b/d', 'null', true],
+    ]);
+  });
+
+  test('CopyObject copies no bytes: the same CID and ETag, counted once; DeleteObjects releases holds', async () => {
+    const b = await newBucket(s3, 'copy');
+    const body = crypto.randomBytes(3000);
+    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'one', Body: body, Metadata: { a: '1' } }));
+    const before = await used(alice);
+    const copied = await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'two', CopySource: `${b}/one` }));
+    expect(copied.CopyObjectResult!.ETag).toBe(`"${md5(body)}"`);
+    const [one, two] = await Promise.all([api.deps.db.objects.get(b, 'one'), api.deps.db.objects.get(b, 'two')]);
+    expect(two!.cid).toBe(one!.cid);
+    expect(JSON.parse(two!.meta)).toEqual({ a: '1' });
+    expect(await used(alice)).toBe(before); // the same content, held twice, counts once
+    const gone = await s3.send(
+      new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'one' }, { Key: 'two' }, { Key: 'never' }] } }),
+    );
+    expect(gone.Deleted!.map((d) => d.Key).sort()).toEqual(['never', 'one', 'two']);
+    expect(await used(alice)).toBe(before - 3000);
+    expect(await api.deps.db.holds.of(one!.multihash)).toMatchObject({ holders: [] });
+    expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: b, Key: 'one' })))).toMatchObject({ code: 'NoSuchKey', status: 404 });
+  });
+
+  test('a wrong checksum is BadDigest and nothing is kept', async () => {
+    const failure = await s3Failure(
+      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'bad-crc', Body: 'some bytes', ChecksumCRC32: 'AAAAAA==' })),
+    );
+    expect(failure).toMatchObject({ code: 'BadDigest', status: 400 });
+    const md5Failure = await s3Failure(
+      s3.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: 'bad-md5',
+          Body: 'some bytes',
+          ContentMD5: crypto.createHash('md5').update('other').digest('base64'),
+        }),
+      ),
+    );
+    expect(md5Failure).toMatchObject({ code: 'BadDigest', status: 400 });
+    expect(await api.deps.db.objects.get(bucket, 'bad-crc')).toBeNull();
+    expect(await api.deps.db.objects.get(bucket, 'bad-md5')).toBeNull();
+  });
+});
+
+test('virtual-host style: <bucket>.<S3_DOMAIN> names the bucket', async () => {
+  // Every name resolves to loopback here, as a wildcard DNS record would.
+  const agent = new http.Agent({
+    lookup: ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) =>
+      options.all ? callback(null, [{ address: '127.0.0.1', family: 4 }]) : callback(null, '127.0.0.1', 4)) as never,
+  });
+  const port = new URL(api.s3Url).port;
+  const vhost = s3Client(api, alice, { endpoint: `http://localhost:${port}`, forcePathStyle: false, requestHandler: { httpAgent: agent } });
+  const name = await newBucket(s3, 'vhost');
+  await vhost.send(new PutObjectCommand({ Bucket: name, Key: 'by/host.txt', Body: 'virtual host' }));
+  expect(await text(await s3.send(new GetObjectCommand({ Bucket: name, Key: 'by/host.txt' })))).toBe('virtual host');
+  expect((await vhost.send(new ListObjectsV2Command({ Bucket: name }))).Contents!.map((o) => o.Key)).toEqual(['by/host.txt']);
+  vhost.destroy();
+});
+
+describe('credentials', () => {
+  test('a wrong secret is SignatureDoesNotMatch, an unknown key InvalidAccessKeyId, a deleted key too', async () => {
+    const forged = s3Client(api, { ...alice, apiKey: `${alice.apiKey.slice(0, -1)}${alice.apiKey.endsWith('x') ? 'y' : 'x'}` });
+    expect(await s3Failure(forged.send(new ListBucketsCommand({})))).toMatchObject({ code: 'SignatureDoesNotMatch', status: 403 });
+    const unknown = s3Client(api, { ...alice, keyPrefix: 'stp_AAAAAAAA' });
+    expect(await s3Failure(unknown.send(new ListBucketsCommand({})))).toMatchObject({ code: 'InvalidAccessKeyId', status: 403 });
+    const carol = await createUser(api);
+    const second = await call(api, 'POST', '/apikeys', { key: carol.apiKey, body: { name: 'second' } });
+    const temporary = { ...carol, apiKey: second.body.apiKey, keyPrefix: second.body.keyPrefix };
+    const client = s3Client(api, temporary);
+    await client.send(new ListBucketsCommand({}));
+    expect((await call(api, 'DELETE', `/apikeys/${temporary.keyPrefix}`, { key: carol.apiKey })).status).toBeLessThan(300);
+    expect(await s3Failure(client.send(new ListBucketsCommand({})))).toMatchObject({ code: 'InvalidAccessKeyId', status: 403 });
+    const skewed = s3Client(api, alice, { systemClockOffset: -3600_000 });
+    expect(await s3Failure(skewed.send(new ListBucketsCommand({})))).toMatchObject({ code: 'RequestTimeTooSkewed', status: 403 });
+  });
+
+  test('every error is S3’s XML document; unknown methods too', async () => {
+    const res = await fetch(`${api.s3Url}/`, { method: 'PATCH' });
+    expect(res.status).toBe(405);
+    const body = await res.text();
+    expect(res.headers.get('content-type')).toBe('application/xml');
+    expect(body).toMatch(/<Error><Code>MethodNotAllowed<\/Code><Message>[^<]+<\/Message>.*<RequestId>[0-9A-F]+<\/RequestId><\/Error>/s);
+    const anonymous = await fetch(`${api.s3Url}/`);
+    expect(anonymous.status).toBe(403);
+    expect(await anonymous.text()).toContain('<Code>AccessDenied</Code>');
+  });
+});

@@ -1,0 +1,32 @@
+// One S3 multipart completion (contract: infra/temporal/contracts/multipart.ts): assemble the
+// object's DAG from its parts, record the object (the upload turns `completed`, which the
+// waiting CompleteMultipartUpload answers from), wait until Cluster pins it, then drop the
+// parts, whose leaves the object now links. Every step is idempotent, so a worker or API that
+// dies anywhere resumes here and the object is recorded once.
+import { proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { MultipartCleanupWorkflow, MultipartResult, MultipartWorkflow } from '../infra/temporal/contracts/multipart.js';
+
+const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' };
+const { assembleMultipart } = proxyActivities<Activities>({ startToCloseTimeout: '2h', heartbeatTimeout: '20s', retry });
+const { awaitSnapshotPinned } = proxyActivities<Activities>({ startToCloseTimeout: '24h', heartbeatTimeout: '30s', retry });
+const { commitMultipart, dropMultipartParts, cleanAbandonedMultipart } = proxyActivities<Activities>({
+  startToCloseTimeout: '10m',
+  retry,
+});
+
+export const multipartWorkflow: MultipartWorkflow = async ({ uploadId }): Promise<MultipartResult> => {
+  const assembled = await assembleMultipart(uploadId);
+  if (!assembled) {
+    // Completed by an earlier run: only the parts may be left.
+    await dropMultipartParts(uploadId);
+    return { cid: '', etag: '', size: 0, checksums: {} };
+  }
+  const result = await commitMultipart({ uploadId, assembled });
+  // The parts keep the leaves from Kubo's garbage collector until the object's pin does.
+  await awaitSnapshotPinned({ cid: result.cid });
+  await dropMultipartParts(uploadId);
+  return result;
+};
+
+export const multipartCleanupWorkflow: MultipartCleanupWorkflow = () => cleanAbandonedMultipart();
