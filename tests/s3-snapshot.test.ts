@@ -2,19 +2,15 @@
 // into directories, with S3's flat-key clashes resolved as infra/db/folder-tree.ts documents;
 // the CID equals `ipfs add -r` of the same tree on disk. The folder cannot be deleted from
 // under its bucket.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { ApiServer } from '../api/rest/server.js';
-import { parseCid } from '../infra/cid.js';
-import { binaryPath } from '../infra/stack/binaries.js';
+import { addTree } from './support/content.js';
 import { bucketName, s3Client } from './support/s3.js';
-import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { call, createUser, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
-const exec = promisify(execFile);
 const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -30,22 +26,6 @@ afterAll(async () => {
   s3?.destroy();
   await Promise.all([api?.close(), worker?.kill()]);
 });
-
-/** `ipfs add -r --hidden` of a directory on disk, by the stack's Kubo with its profile. */
-async function addR(dir: string): Promise<string> {
-  const port = new URL(stack.kuboApiUrl).port;
-  const { stdout } = await exec(binaryPath('kubo', 'ipfs'), [
-    '--api',
-    `/ip4/127.0.0.1/tcp/${port}`,
-    'add',
-    '-r',
-    '--hidden',
-    '--pin=false',
-    '-Q',
-    dir,
-  ]);
-  return parseCid(stdout.trim()).v1;
-}
 
 test('the snapshot of a bucket’s folder is its objects as a tree, clashes resolved, equal to ipfs add -r', async () => {
   const bucket = bucketName('snap');
@@ -75,7 +55,7 @@ test('the snapshot of a bucket’s folder is its objects as a tree, clashes reso
     fs.writeFileSync(path.join(root, file), body);
   }
   fs.mkdirSync(path.join(root, 'marker'));
-  const expected = await addR(root);
+  const expected = await addTree(root);
 
   const folderId = (await api.deps.db.buckets.get(bucket))!.folderId;
   const started = await call(api, 'POST', `/folders/${folderId}/snapshot`, { key: user.apiKey });

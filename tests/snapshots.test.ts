@@ -1,22 +1,18 @@
 // Folder snapshots: the directory CID equals what `ipfs add -r --hidden` of the same tree gives
 // on the stack's Kubo (the unixfs-v1-2025 profile), at the HAMT boundary too; repeat requests
 // find the same job or snapshot; a snapshot is a hold; a worker killed mid-build is survived.
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import pLimit from 'p-limit';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { userContentKey } from '../infra/db/by-id.js';
-import { binaryPath } from '../infra/stack/binaries.js';
 import { readStackFile } from '../infra/stack/stack-file.js';
 import { snapshotJob } from '../infra/temporal/contracts/snapshots.js';
-import { bytes, cluster, collect, kubo, MiB, multipart, postStream } from './support/content.js';
-import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { addTree, bytes, cluster, collect, kubo, MiB, multipart, postStream } from './support/content.js';
+import { call, createUser, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
-const exec = promisify(execFile);
 const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -36,19 +32,6 @@ afterAll(async () => {
 
 /** The users whose file records directFiles wrote, with the CIDs it pinned. */
 const written = new Map<string, string[]>();
-
-/** `ipfs add -r --hidden` of a directory on disk, by the stack's Kubo with its profile. */
-async function addR(dir: string): Promise<string> {
-  const port = new URL(stack.kuboApiUrl).port;
-  const { stdout } = await exec(
-    binaryPath('kubo', 'ipfs'),
-    ['--api', `/ip4/127.0.0.1/tcp/${port}`, 'add', '-r', '--hidden', '--pin=false', '-Q', dir],
-    {
-      maxBuffer: 1 << 20,
-    },
-  );
-  return parseCid(stdout.trim()).v1;
-}
 
 const mkdir = async (user: TestUser, name: string, parentFolderId?: string) =>
   (await call(api, 'POST', '/folders', { key: user.apiKey, body: { name, parentFolderId } })).body.folderId as string;
@@ -149,7 +132,7 @@ test('a nested tree (unicode, empty folder, dotfile, 0-byte and multi-block file
   // A record from before sizes were kept: the snapshot reads the size from the root block.
   await api.deps.db.files.model.updateOne({ _id: bigRecord._id }, { $unset: { dagSize: 1 } }).exec();
 
-  const expected = await addR(disk);
+  const expected = await addTree(disk);
   const done = await snapshot(user, root);
   expect(done.body).toEqual({
     id: expect.stringMatching(new RegExp(`^${root}:[0-9a-f]{32}$`)),
@@ -234,7 +217,7 @@ test('at the HAMT boundary (a 262,144-byte directory block) the CIDs equal ipfs 
     const disk = tempDir(`stupa-hamt-${n}-`);
     const names = Array.from({ length: n }, (_, i) => `${String(i).padStart(6, '0')}${pad}`);
     await directFiles(user, folder, disk, names, (i) => `hamt ${n} file ${i}`);
-    const expected = await addR(disk);
+    const expected = await addTree(disk);
     const done = await snapshot(user, folder);
     expect({ n, cid: done.body.snapshot.cid }).toEqual({ n, cid: expected });
     const { size } = await kubo().block.stat(parseCid(expected).cid);
@@ -252,7 +235,7 @@ test('a worker killed mid-snapshot is replaced, and the new one finishes the sam
   const names = Array.from({ length: 500 }, (_, i) => `file-${i}.txt`);
   await directFiles(user, folder, disk, names, (i) => `killed ${i}`);
   await directFiles(user, sub, path.join(disk, 'sub'), names, (i) => `killed sub ${i}`);
-  const expected = await addR(disk);
+  const expected = await addTree(disk);
 
   const kuboPid = readStackFile(process.env.STUPA_TEST_DATA_DIR!).pids!.kubo!;
   process.kill(kuboPid, 'SIGSTOP');

@@ -1,7 +1,11 @@
 // Content helpers: multipart bodies streamed from generators, deterministic bytes, and the
 // CID Kubo itself gives for bytes (its own add with the profile, hash only).
+import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { parseCid } from '../../infra/cid.js';
+import { binaryPath } from '../../infra/stack/binaries.js';
 import { createKubo } from '../../infra/kubo.js';
 import { createClusterClient } from '../../infra/cluster.js';
 import { stack } from './stack.js';
@@ -10,6 +14,14 @@ export const kubo = () => createKubo(stack.kuboApiUrl);
 export const cluster = () => createClusterClient(stack.clusterApiUrl);
 
 export const MiB = 1024 * 1024;
+
+/** `ipfs add -r --hidden` of a directory on disk, by the stack's Kubo with its profile: the CID a snapshot must equal. */
+export async function addTree(dir: string): Promise<string> {
+  const port = new URL(stack.kuboApiUrl).port;
+  const args = ['--api', `/ip4/127.0.0.1/tcp/${port}`, 'add', '-r', '--hidden', '--pin=false', '-Q', dir];
+  const { stdout } = await promisify(execFile)(binaryPath('kubo', 'ipfs'), args, { maxBuffer: 1 << 20 });
+  return parseCid(stdout.trim()).v1;
+}
 
 /** `size` bytes, the same for the same seed, made in 1 MiB pieces. */
 export async function* bytes(size: number, seed = 'stupa'): AsyncGenerator<Uint8Array> {
