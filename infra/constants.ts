@@ -68,11 +68,12 @@ export const DEFAULT_S3_MULTIPART_MAX_AGE = '7d';
 export const S3_MULTIPART_CLEANUP_EVERY = '1h';
 /** Buckets an account may have (S3's own default). */
 export const S3_BUCKETS_MAX = 100;
-/** S3's limits: a PutObject or a part at most 5 GiB; parts at least 5 MiB but the last; 10,000 parts; objects at most 5 GB (the contract). */
+/** S3's limits: a PutObject or a part at most 5 GiB; parts at least 5 MiB but the last; 10,000 parts; objects at most 5 GB
+ * (the contract), read as S3 means its own "5 GB": 5 GiB (5,368,709,120 bytes). */
 export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
 export const S3_MIN_PART_BYTES = 5 * 1024 ** 2;
 export const S3_MAX_PARTS = 10_000;
-export const S3_MAX_OBJECT_BYTES = 5 * 1000 ** 3;
+export const S3_MAX_OBJECT_BYTES = 5 * 1024 ** 3;
 /** Keys listed per page at most (S3's max-keys). */
 export const S3_MAX_KEYS = 1000;
 

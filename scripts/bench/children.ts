@@ -30,8 +30,8 @@ export function writePlansFile(dir: string): string {
   return file;
 }
 
-/** The environment shared by the API, the worker and the admin CLI; the API's gateway listens on `gatewayPort`. */
-export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: number, gatewayPort: number): Record<string, string> {
+/** The environment shared by the API, the worker and the admin CLI; the API's gateway listens on `gatewayPort`, its S3 interface on `s3Port`. */
+export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: number, gatewayPort: number, s3Port: number): Record<string, string> {
   const serviceDir = path.join(dataDir, 'service');
   fs.mkdirSync(serviceDir, { recursive: true });
   return {
@@ -40,6 +40,7 @@ export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: 
     KUBO_API_URL: endpoints.kuboApiUrl,
     ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
     GATEWAY_PORT: String(gatewayPort),
+    S3_PORT: String(s3Port),
     CLUSTER_API_URL: endpoints.clusterApiUrl,
     MASTER_KEY: crypto.randomBytes(32).toString('hex'),
     DATA_DIR: serviceDir,

@@ -98,8 +98,8 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
     const { endpoints } = await stackStarting;
     say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
-    const [apiPort, gatewayPort] = await freePorts(2);
-    const env = serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!);
+    const [apiPort, gatewayPort, s3Port] = await freePorts(3);
+    const env = serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!);
     const services = { logDir, track, signal: abort.signal };
     const [api, worker] = await Promise.all([startApiProcess(env, services), startWorkerProcess(env, services)]);
     const apiUrl = `http://127.0.0.1:${apiPort}`;

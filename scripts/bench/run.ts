@@ -14,6 +14,8 @@
 //               events are recorded at (`--analytics` runs only this one)
 //   gateway.ts  1 GiB and 4 KiB (32 clients) reads through an account's gateway vs Kubo's own
 //               gateway, and the API's RSS (`--gateway` runs only this one)
+//   s3.ts       4 KiB PutObject/GetObject at 16 clients, 1 GiB PutObject vs the REST upload,
+//               CompleteMultipartUpload of 5 GiB in 8 MiB parts (`--s3` runs only this one)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
@@ -22,6 +24,7 @@ import os from 'node:os';
 import { analyticsLine, benchAnalytics } from './analytics.js';
 import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
 import { runBench, say, type BenchContext } from './harness.js';
+import { s3Only } from './s3.js';
 import { benchImages, IMAGE_HEIGHT, IMAGE_WIDTH, REQUESTS as IMAGE_REQUESTS, ROUNDS as IMAGE_ROUNDS, type ImagesResult } from './images.js';
 import { benchIpns, ipnsLines } from './ipns.js';
 import { benchLatency, type LoadResult } from './latency.js';
@@ -221,6 +224,7 @@ async function main(): Promise<number> {
   if (args.includes('--analytics')) return runBench(analyticsOnly);
   if (args.includes('--images')) return runBench(imagesOnly);
   if (args.includes('--gateway')) return runBench(gatewayOnly);
+  if (args.includes('--s3')) return runBench((ctx) => s3Only(ctx, say));
   if (args.includes('--ipns')) {
     const at = args.indexOf('--names');
     const names = at >= 0 ? Number(args[at + 1]) : IPNS_ONLY_NAMES;
