@@ -1,9 +1,10 @@
 // Activities that make IPFS Cluster match the holds in MongoDB (infra/db/holds.ts).
 //
 // This is the one place that argues why the holds machinery is race-free; the sync workflow
-// (workflows/holds.ts), the pin workflow and the README point here. Why no hold is ever left unpinned, nor content pinned with no holder, although both the
-// sync workflow (workflows/holds.ts) and the pin workflow pin, and holds come and go at
-// any time:
+// (workflows/holds.ts), the pin workflow, infra/hold-sync.ts and the README point here. Why no
+// hold is ever left unpinned, nor content pinned with no holder, although three kinds of
+// pinner pin (the sync workflow, the pin workflow, and whoever adds a record, inline:
+// infra/hold-sync.ts) and holds come and go at any time:
 // - Only the sync workflow's full round unpins, and after unpinning it reads the holds again
 //   and pins back if there are any. A hold inserted before that second read is seen by it; a
 //   hold inserted after it is pinned by its own pinner, which starts after the insert, so
@@ -11,29 +12,22 @@
 // - Whoever pins for a record pins first and then checks that the record (or another holder)
 //   still holds the content; if not, it asks for a full round. A record removed after that
 //   check sends its own full-round signal, which runs after the pin. Either way an unpin
-//   follows a pin made for a record that is gone.
+//   follows a pin made for a record that is gone. (The sync workflow's round for an added
+//   record, `pinHeld`, checks first and pins after: it may, because it runs inside the
+//   content's workflow, so a removal's full round can only run after it.)
 // Every removal of a hold (delete, `failed`) signals a full round; every change is logged
-// before its signal (infra/hold-sync.ts), and the sweep checks the logged content, repairing
-// signals lost while Temporal was down. None of this names a kind of holder: a new kind registers
-// itself in infra/db/index.ts and announces its changes with `announceHoldChange`.
+// before anything else is done for it (infra/hold-sync.ts), and the sweep checks the logged
+// content, repairing what a pinner or a signal that failed (a process dying, Cluster or
+// Temporal down) left behind. None of this names a kind of holder: a new kind registers itself
+// in infra/db/index.ts and announces its changes with `announceHoldChange`.
 import pLimit from 'p-limit';
 import { tryParseCid } from '../infra/cid.js';
 import { HOLD_CHANGE_PAGE, HOLD_CHANGE_RETAIN_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from './index.js';
 
-/** Cluster pins made by this service carry this metadata, so the sweep never touches others'. */
-export const PIN_METADATA = { service: 'stupa' };
-
-export function createClusterPinner({ cluster, config }: Pick<ActivityDeps, 'cluster' | 'config'>) {
-  return (cid: string, origins: string[]) =>
-    cluster.pin(cid, {
-      replicationMin: config.cluster.replicationMin,
-      replicationMax: config.cluster.replicationMax,
-      origins,
-      metadata: PIN_METADATA,
-    });
-}
+export { createClusterPinner, PIN_METADATA };
 
 export function createHoldActivities(deps: ActivityDeps) {
   const { db, cluster, jobs } = deps;

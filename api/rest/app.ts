@@ -67,13 +67,15 @@ export function createApp(deps: AppDeps): Express {
   app.use(unauthenticated);
 
   // Each capability's router puts the guard in front of its own paths, so a path that matches
-  // nothing is 404 with or without a key.
+  // nothing is 404 with or without a key. No two routers share a path, so their order is only
+  // a cost: every router a request passes costs it a few path matches, and the status reads
+  // clients poll (GET /pin/:cid, /file/:cid) come first.
   const options = { guard: guard(deps), jsonLimit: config.api.jsonBodyLimit };
-  app.use(apiKeyRoutes(deps, options));
-  app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
-  app.use(signedTokenRoutes(deps, options));
-  app.use(fileRoutes(deps, options));
   app.use(pinRoutes(deps, options));
+  app.use(fileRoutes(deps, options));
+  app.use(uploadRoutes(deps, { ...options, uploadJsonLimit: config.uploads.jsonLimit }));
+  app.use(apiKeyRoutes(deps, options));
+  app.use(signedTokenRoutes(deps, options));
   app.use(folderRoutes(deps, options));
   app.use(ipnsRoutes(deps, options));
   app.use(corsRoutes(deps, options));

@@ -3,7 +3,10 @@
 import { multiaddr } from '@multiformats/multiaddr';
 import { z } from 'zod';
 import { CidError, parseCid, type ParsedCid } from '../../infra/cid.js';
+import type { ClusterClient } from '../../infra/cluster.js';
+import type { Config } from '../../infra/config.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../../infra/constants.js';
+import { coalesceReads } from '../../infra/db/by-id.js';
 import type { Database } from '../../infra/db/index.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
@@ -54,9 +57,15 @@ export function assertStorageFits(plan: Plan, usedBytes: number, adding: number)
 export const storageFull = (plan: Plan) =>
   new LimitReached('STORAGE_LIMIT', `your plan's storage quota of ${plan.storageMB} MB does not have room for this`);
 
-/** Bytes the user may still store, from the user's counter (one read by `_id`). */
+// Concurrent uploads of one account (many small files at once) share one read of its counter
+// per turn of the event loop: each still gets a read that started after it asked.
+const usedReads = new WeakMap<Database['usage'], (userId: string) => Promise<number>>();
+
+/** Bytes the user may still store, from the user's counter (one read by `_id`, shared as above). */
 export async function quickStorageLeft(db: Database, userId: string, plan: Plan): Promise<number> {
-  return plan.storageMB * MB - (await db.usage.used(userId));
+  let read = usedReads.get(db.usage);
+  if (!read) usedReads.set(db.usage, (read = coalesceReads((id) => db.usage.used(id))));
+  return plan.storageMB * MB - (await read(userId));
 }
 
 /**
@@ -69,9 +78,15 @@ export async function reserveStorage(db: Database, userId: string, plan: Plan, b
 }
 
 /**
- * After a record that holds content changed: logged, then its sync workflow makes Cluster match
- * (infra/hold-sync.ts). `added`: the change was only this record's insert or update.
+ * After a record that holds content changed: logged, then Cluster is made to match
+ * (infra/hold-sync.ts). `added`: the change was only this record's insert or update; with
+ * `cluster` and `config` in `deps` (the API's components have them) it is pinned inline,
+ * otherwise, and for any other change, through the content's sync workflow.
  */
-export async function holdsChanged(deps: { db: Database; jobs: Jobs }, cid: ParsedCid, added?: HolderRef): Promise<void> {
+export async function holdsChanged(
+  deps: { db: Database; jobs: Jobs; cluster?: ClusterClient; config?: Pick<Config, 'cluster'> },
+  cid: ParsedCid,
+  added?: HolderRef,
+): Promise<void> {
   await announceHoldChange(deps, cid.multihash, cid.v1, added);
 }

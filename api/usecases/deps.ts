@@ -1,5 +1,6 @@
 // What every use-case is given: the components, built once by the surface's server (or the
 // CLI), and who is asking. Use-cases take plain values and return plain records.
+import type { ClusterClient } from '../../infra/cluster.js';
 import type { Config } from '../../infra/config.js';
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import type { Database } from '../../infra/db/index.js';
@@ -13,6 +14,8 @@ export interface UseCaseDeps {
   db: Database;
   jobs: Jobs;
   kubo: Kubo;
+  /** IPFS Cluster: uploads pin what they add inline (infra/hold-sync.ts). */
+  cluster: ClusterClient;
 }
 
 /** An authenticated caller: the user, their plan, and the key they used (none from the CLI). */

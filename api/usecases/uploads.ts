@@ -1,7 +1,8 @@
 // Upload use-cases: one owns an upload from its first byte to its file record. Bytes stream
 // into Kubo with the unixfs-v1-2025 profile (or as a CAR), counted against the quota as they
-// come; then the user's file record and its hold are written, and the content's sync workflow
-// pins it through IPFS Cluster (within a second or so). Kubo does not pin on add: an upload
+// come; then the user's file record and its hold are written, and the content is pinned in
+// IPFS Cluster before the answer (inline, infra/hold-sync.ts: no workflow round trip for each
+// of many small files; the change log makes the pin durable). Kubo does not pin on add: an upload
 // refused after the bytes went in (bad fields, quota) leaves nothing pinned, only blocks for
 // Kubo's garbage collector. A CAR's root is the exception (Kubo pins it to report it), so a
 // refused CAR upload unpins its root again unless somebody holds it.
@@ -18,7 +19,7 @@ import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } f
 import { fileMoved } from './folders.js';
 import { checkContentType, grantFolder, type UploadGrant } from './signed-tokens.js';
 
-type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
+type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'> & Partial<Pick<UseCaseDeps, 'cluster'>>;
 
 /** What the caller says about the file, beside its bytes. */
 export interface FileDetails {
@@ -102,29 +103,40 @@ export async function beginUpload(
           (err: Error) => done((refused = err)),
         );
       };
-      // A Transform rather than an async generator: streams pass chunks on without a promise each.
-      const counted = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          bytes += chunk.length;
-          if (bytes > maxFile) return done((refused = tooLarge(maxFile)));
-          if (bytes > left) return done((refused = storageFull(plan)));
-          if (!head) return done(null, chunk);
-          head.push(chunk);
-          headBytes += chunk.length;
-          if (headBytes >= SNIFF_BYTES) release(this, done);
-          else done();
-        },
-        flush(done) {
-          if (head) release(this, done);
-          else done();
-        },
-      });
       const input = source instanceof Uint8Array ? Readable.from([source]) : source;
-      input.on('error', (err) => counted.destroy(err));
-      input.pipe(counted);
+      // The bytes are counted as they flow to Kubo by a listener beside the pipe rather than a
+      // stream in between (a stream costs every chunk of a GiB a few calls). Paused, so that
+      // nothing flows before Kubo's request (or the sniffing stream) takes it.
+      input.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (refused) return;
+        if (bytes > maxFile) refused = tooLarge(maxFile);
+        else if (bytes > left) refused = storageFull(plan);
+        if (refused) input.destroy(refused);
+      });
+      input.pause();
+      let body: Readable = input;
+      if (head) {
+        // A Transform rather than an async generator: streams pass chunks on without a promise each.
+        const sniffed = new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            if (!head) return done(null, chunk);
+            head.push(chunk);
+            headBytes += chunk.length;
+            if (headBytes >= SNIFF_BYTES) release(this, done);
+            else done();
+          },
+          flush(done) {
+            if (head) release(this, done);
+            else done();
+          },
+        });
+        input.on('error', (err) => sniffed.destroy(err));
+        body = input.pipe(sniffed);
+      }
       try {
-        if (car) return { cid: await importCar(deps, counted, signal), bytes, dagSize: null, car };
-        return { ...(await addFile(deps, counted, signal)), bytes, car };
+        if (car) return { cid: await importCar(deps, body, signal), bytes, dagSize: null, car };
+        return { ...(await addFile(deps, body, signal)), bytes, car };
       } catch (err) {
         // Kubo reports the aborted body as its own error; the refusal is the real cause.
         throw refused ?? kuboFailure(err);

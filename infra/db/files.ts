@@ -1,6 +1,6 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
-import { userContentKey } from './by-id.js';
+import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 import { after } from './pages.js';
@@ -65,6 +65,7 @@ export function createFileStore(conn: Connection) {
   const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
   /** A file holds its content while it exists (infra/db/holds.ts). */
   const holder = existenceHolder('file', Files);
+  const getShared = coalesceReads((key: string) => Files.findById(key).lean<FileRecord>().exec());
   return {
     model: Files,
     holder,
@@ -90,7 +91,9 @@ export function createFileStore(conn: Connection) {
       return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
-    findForUser: (userId: string, multihash: string) => Files.findById(userContentKey(userId, multihash)).lean<FileRecord>().exec(),
+    /** Concurrent reads of one record share a database read (by-id.ts: clients polling a file
+     * cost one read per turn); the record is shared, not to be modified. */
+    findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),
 
     /** The record after the change and before it (to see where it moved from), or null. */
     async update(

@@ -42,18 +42,48 @@ const idAt = (at: number) => String(Math.max(0, Math.floor(at))).padStart(13, '0
 
 const WATERMARK_ID = 'hold-changes';
 
+/**
+ * Group commit: appends asked for while no write is under way go into one insertMany,
+ * started on the next turn of the event loop; appends that come while it runs go into the
+ * next one. Each caller resolves (or fails) with the write that carried its entry, so an
+ * append is stored when it resolves, as with one insert each. Under load (many uploads at
+ * once) the log costs one write per batch instead of one per change; alone, one turn's wait.
+ */
+function groupCommit<T>(write: (batch: T[]) => Promise<void>): (entry: T) => Promise<void> {
+  let waiting: { entries: T[]; done: Promise<void> } | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  return (entry) => {
+    if (!waiting) {
+      const batch: { entries: T[]; done?: Promise<void> } = { entries: [] };
+      const after = writing.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
+      batch.done = after.then(() => {
+        // Later appends start a new batch from here on; this one is written as it is.
+        if (waiting === batch) waiting = undefined;
+        return write(batch.entries);
+      });
+      // The next batch waits for this write to end, whichever way it ends.
+      writing = batch.done.catch(() => undefined);
+      waiting = batch as { entries: T[]; done: Promise<void> };
+    }
+    waiting.entries.push(entry);
+    return waiting.done;
+  };
+}
+
 export function createHoldChangeStore(conn: Connection) {
   const Changes: Model<HoldChange> = conn.model<HoldChange>('HoldChange', changeSchema, 'hold_changes');
   const Watermarks: Model<Watermark> = conn.model<Watermark>('SweepWatermark', watermarkSchema, 'sweep_state');
+  const appendBatched = groupCommit(async (entries: { multihash: string; cid: string }[]) => {
+    const at = Date.now();
+    const docs = entries.map((e) => ({ _id: `${idAt(at)}-${crypto.randomBytes(6).toString('hex')}`, ...e, at }));
+    await Changes.insertMany(docs, { ordered: false, lean: true });
+  });
 
   return {
     model: Changes,
 
-    /** Records that the holds of this content changed. */
-    async append(multihash: string, cid: string): Promise<void> {
-      const at = Date.now();
-      await Changes.create({ _id: `${idAt(at)}-${crypto.randomBytes(6).toString('hex')}`, multihash, cid, at });
-    },
+    /** Records that the holds of this content changed; resolves once the entry is stored. */
+    append: (multihash: string, cid: string) => appendBatched({ multihash, cid }),
 
     /** Changes stamped after `after` and at or before `upTo`, oldest first, a page at a time
      * (`afterId`: the previous page's last `_id`). */

@@ -1,0 +1,100 @@
+// An added hold is pinned inline (infra/hold-sync.ts): an upload is in Cluster's pin set when
+// it is answered and starts no workflow; a record gone by the time its pin lands gets a full
+// round that unpins it; with Cluster unreachable the change falls back to its sync workflow;
+// the change log's appends share writes and each is stored when its caller goes on.
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { ApiServer } from '../api/rest/server.js';
+import { parseCid } from '../infra/cid.js';
+import { createClusterClient } from '../infra/cluster.js';
+import { userContentKey } from '../infra/db/by-id.js';
+import { announceHoldChange } from '../infra/hold-sync.js';
+import { syncJob } from '../infra/temporal/contracts/holds.js';
+import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
+import { cluster, kubo } from './support/content.js';
+import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let api: ApiServer;
+let worker: WorkerProcess;
+let user: TestUser;
+
+beforeAll(async () => {
+  const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  user = await createUser(api);
+});
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+});
+
+const inPinSet = async (cid: string) => (await cluster().allocation(cid))?.metadata?.service === 'stupa';
+
+async function syncWorkflowStatus(cid: string): Promise<string> {
+  try {
+    const handle = api.deps.temporal.client.workflow.getHandle(syncJob.workflowId({ multihash: parseCid(cid).multihash }));
+    return (await handle.describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'NONE';
+    throw err;
+  }
+}
+
+test('an upload is in Cluster when it is answered, without a sync workflow; its change is logged', async () => {
+  const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `inline ${Date.now()} ${Math.random()}` } });
+  expect(res.status).toBe(201);
+  expect(await inPinSet(res.body.cid)).toBe(true);
+  expect(await syncWorkflowStatus(res.body.cid)).toBe('NONE');
+  expect(await api.deps.db.holdChanges.model.countDocuments({ multihash: parseCid(res.body.cid).multihash })).toBe(1);
+});
+
+test('a record gone by the time its pin lands is unpinned by the full round its pinner asks for', async () => {
+  const cid = parseCid(
+    (await kubo().add(`gone ${Date.now()} ${Math.random()}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString(),
+  );
+  // An added record that no longer exists: as if deleted right after its write, before the pin.
+  await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: userContentKey(user.userId, cid.multihash) });
+  expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
+  await syncRoundsDone(api.deps.temporal.client, cid.v1);
+  expect(await inPinSet(cid.v1)).toBe(false);
+});
+
+test('with Cluster unreachable, an added hold goes to its sync workflow, which pins it', async () => {
+  const res = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `fallback ${Date.now()} ${Math.random()}` } });
+  const cid = parseCid(res.body.cid);
+  // Unpinned behind the service's back, then announced again with a Cluster that does not answer.
+  await cluster().unpin(cid.v1);
+  await eventually(
+    () => inPinSet(cid.v1),
+    (pinned) => !pinned,
+    30_000,
+    'unpinned',
+  );
+  const unreachable = { ...api.deps, cluster: createClusterClient('http://127.0.0.1:9') };
+  await announceHoldChange(unreachable, cid.multihash, cid.v1, { kind: 'file', key: userContentKey(user.userId, cid.multihash) });
+  expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
+  await syncRoundsDone(api.deps.temporal.client, cid.v1);
+  expect(await inPinSet(cid.v1)).toBe(true);
+});
+
+test('concurrent appends to the change log share writes, and each is stored once its append resolves', async () => {
+  const model = api.deps.db.holdChanges.model;
+  const tag = `group-${Date.now()}`;
+  const inserts: number[] = [];
+  const original = model.insertMany;
+  model.insertMany = ((docs: unknown[], ...rest: unknown[]) => {
+    inserts.push(docs.length);
+    return (original as (...args: unknown[]) => unknown).call(model, docs, ...rest);
+  }) as typeof model.insertMany;
+  try {
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        await api.deps.db.holdChanges.append(`${tag}-${i}`, `cid-${i}`);
+        // Stored by the time the append resolves.
+        expect(await model.countDocuments({ multihash: `${tag}-${i}` })).toBe(1);
+      }),
+    );
+  } finally {
+    model.insertMany = original;
+  }
+  expect(inserts.reduce((a, b) => a + b, 0)).toBe(50);
+  expect(inserts.length).toBeLessThan(50);
+});
