@@ -31,7 +31,13 @@ export function writePlansFile(dir: string): string {
 }
 
 /** The environment shared by the API, the worker and the admin CLI; the API's gateway listens on `gatewayPort`, its S3 interface on `s3Port`. */
-export function serviceEnv(endpoints: StackEndpoints, dataDir: string, apiPort: number, gatewayPort: number, s3Port: number): Record<string, string> {
+export function serviceEnv(
+  endpoints: StackEndpoints,
+  dataDir: string,
+  apiPort: number,
+  gatewayPort: number,
+  s3Port: number,
+): Record<string, string> {
   const serviceDir = path.join(dataDir, 'service');
   fs.mkdirSync(serviceDir, { recursive: true });
   return {
