@@ -95,7 +95,9 @@ export function createHoldActivities(deps: ActivityDeps) {
       const seen = new Set<string>();
       let resynced = 0;
       for (let page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE); page.length > 0;) {
-        const fresh = page.filter((c) => !seen.has(c.multihash) && seen.add(c.multihash));
+        // An entry whose CID does not parse (written by a bug, or by hand) is passed over: asking
+        // Cluster about it would fail the round, and every retry of it, for good.
+        const fresh = page.filter((c) => tryParseCid(c.cid) !== undefined && !seen.has(c.multihash) && seen.add(c.multihash));
         const differed = await Promise.all(fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid))));
         resynced += differed.filter(Boolean).length;
         const last = page[page.length - 1]!;

@@ -82,6 +82,8 @@ test('every change is logged before it is signalled', async () => {
 test('a hold whose signal never went out is pinned after one round; a round with nothing changed checks nothing', async () => {
   const cid = await freshContent('unsignalled hold');
   await fileWithoutSignal(cid);
+  // An entry that is not a CID (a bug's, or typed by hand) must not stop the round.
+  await api.deps.db.holdChanges.append(`not-a-multihash-${Date.now()}`, 'not-a-cid');
   await api.deps.db.holdChanges.append(cid.multihash, cid.v1); // logged; the signal is "lost"
   const logged = Date.now();
   expect(await pinnedInCluster(cid.v1)).toBe(false);
