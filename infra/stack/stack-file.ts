@@ -48,21 +48,34 @@ export function updateStackFile(dataDir: string, change: (doc: StackFile) => voi
 
 interface ProcessInfo {
   ppid: number;
+  /** When it started (clock ticks since boot): with the pid, who it is. */
+  start: string;
   /** Arguments and environment variables, each ending in NUL. */
   cmdline: string;
   environ: string;
 }
 
+/** The process's state and start time from /proc/<pid>/stat; undefined when it is gone or a zombie. */
+function stat(pid: number): { ppid: number; start: string } | undefined {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may contain spaces and parentheses; starttime is field 22.
+    const fields = text.slice(text.lastIndexOf(') ') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+    return { ppid: Number(fields[1]), start: fields[19]! };
+  } catch {
+    return undefined;
+  }
+}
+
 /** What /proc says about a live process; undefined when it is gone, a zombie, or not ours to read. */
 function inspect(pid: number): ProcessInfo | undefined {
+  const st = stat(pid);
+  if (!st) return undefined;
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // "pid (comm) state ppid ...": comm may contain spaces and parentheses.
-    const [state, ppid] = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    if (state === 'Z' || state === 'X') return undefined;
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     const environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
-    return { ppid: Number(ppid), cmdline, environ };
+    return { ...st, cmdline, environ };
   } catch {
     return undefined;
   }
@@ -88,11 +101,12 @@ function alive(pid: number): boolean {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** SIGTERM, SIGKILL after `graceMs`; resolves once the process is gone (or no longer the one we meant). */
-async function stopLeftover(pid: number, dataDir: string, graceMs: number): Promise<void> {
-  const gone = () => {
-    const info = inspect(pid);
-    return !info || !belongs(info, dataDir);
-  };
+async function stopLeftover(pid: number, start: string, graceMs: number): Promise<void> {
+  // Gone once the process that was found (this pid, started then) has ended. Not by its command
+  // line: an exiting process releases its memory, and with it the command line /proc shows,
+  // before its files and sockets, so a stack started right after found a server's port still
+  // taken (seen in CI: "port(s) already in use ... (temporal metrics)").
+  const gone = () => stat(pid)?.start !== start;
   const signal = (sig: NodeJS.Signals) => {
     try {
       process.kill(pid, sig);
@@ -125,7 +139,7 @@ export async function reclaim(dataDir: string, graceMs = 10_000): Promise<string
   }
   const ours = recorded.flatMap(([name, pid]) => {
     const info = inspect(pid);
-    return info && belongs(info, dataDir) ? [{ name, pid, ppid: info.ppid }] : [];
+    return info && belongs(info, dataDir) ? [{ name, pid, ppid: info.ppid, start: info.start }] : [];
   });
   // A stack.json without an owner was written before owners were recorded: its processes
   // may well be in use.
@@ -134,7 +148,7 @@ export async function reclaim(dataDir: string, graceMs = 10_000): Promise<string
     throw new Error(`a stack already runs on ${dataDir} (${describe(owned.map((p) => [p.name, p.pid]))}); stop it first`);
   }
   const services = ours.filter((p) => p.name in (doc.services ?? {}));
-  await Promise.all(services.map((p) => stopLeftover(p.pid, dataDir, graceMs)));
-  for (const p of ours.filter((q) => !services.includes(q))) await stopLeftover(p.pid, dataDir, graceMs);
+  await Promise.all(services.map((p) => stopLeftover(p.pid, p.start, graceMs)));
+  for (const p of ours.filter((q) => !services.includes(q))) await stopLeftover(p.pid, p.start, graceMs);
   return ours.map((p) => `${p.name} ${p.pid}`);
 }
