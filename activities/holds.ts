@@ -27,8 +27,6 @@ import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from './index.js';
 
-export { createClusterPinner, PIN_METADATA };
-
 export function createHoldActivities(deps: ActivityDeps) {
   const { db, cluster, jobs } = deps;
   const pin = createClusterPinner(deps);

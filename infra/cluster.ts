@@ -5,8 +5,7 @@
 // one pin exists, because Cluster v1 streams lists as NDJSON while the package parses one
 // JSON document, and it reports errors as `[object Object]`. The REST calls needed are few.
 
-import http from 'node:http';
-import https from 'node:https';
+import { httpCall } from './http-call.js';
 
 export class ClusterError extends Error {
   constructor(
@@ -79,30 +78,11 @@ function readNdjson<T>(text: string): T[] {
     .map((line) => JSON.parse(line) as T);
 }
 
-/**
- * One call, answered with its status and text. node:http rather than fetch: uploads pin each
- * file inline (infra/hold-sync.ts), and fetch cost the API 0.5 ms of CPU more per call
- * (measured: 0.74-1.19 against 0.26-0.50 ms a call, client and a local server together).
- */
-function call(url: URL, method: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
-  const transport = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = transport.request(url, { method, signal }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 export function createClusterClient(apiUrl: string): ClusterClient {
   const base = apiUrl.replace(/\/+$/, '');
 
   async function request(method: string, path: string, signal?: AbortSignal): Promise<string> {
-    const res = await call(new URL(`${base}${path}`), method, signal ?? AbortSignal.timeout(30_000));
+    const res = await httpCall(new URL(`${base}${path}`), { method, signal: signal ?? AbortSignal.timeout(30_000) });
     if (res.status < 200 || res.status >= 300) {
       let message = res.text;
       try {

@@ -42,17 +42,10 @@ export interface HoldSyncDeps {
   config?: Pick<Config, 'cluster'>;
 }
 
-// One pinner per Cluster client and configuration, made on first use.
-const pinners = new WeakMap<ClusterClient, ClusterPinner>();
-function pinnerOf(cluster: ClusterClient, config: Pick<Config, 'cluster'>): ClusterPinner {
-  let pinner = pinners.get(cluster);
-  if (!pinner) pinners.set(cluster, (pinner = createClusterPinner({ cluster, config })));
-  return pinner;
-}
-
 export async function announceHoldChange(deps: HoldSyncDeps, multihash: string, cid: string, added?: HolderRef): Promise<void> {
   await deps.db.holdChanges.append(multihash, cid);
-  if (added && deps.cluster && deps.config && (await pinAdded(deps, pinnerOf(deps.cluster, deps.config), multihash, cid, added))) return;
+  const { cluster, config } = deps;
+  if (added && cluster && config && (await pinAdded(deps, createClusterPinner({ cluster, config }), multihash, cid, added))) return;
   await requestSync(deps.jobs, multihash, cid, added);
 }
 

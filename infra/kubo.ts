@@ -1,9 +1,8 @@
 // Kubo through kubo-rpc-client (its RPC API, /api/v0).
 import crypto from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
 import { Readable } from 'node:stream';
 import { create, type KuboRPCClient } from 'kubo-rpc-client';
+import { httpCall } from './http-call.js';
 
 export type Kubo = KuboRPCClient;
 
@@ -52,23 +51,19 @@ export async function postStream(
   const input = source instanceof Readable ? source : Readable.from(source);
   const query = new URLSearchParams(Object.entries(options).map(([k, v]): [string, string] => [k, String(v)]));
   const url = new URL(`/api/v0/${command}?${query}`, apiUrl);
-  const transport = url.protocol === 'https:' ? https : http;
-  const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-    const headers = { 'Content-Type': `multipart/form-data; boundary=${boundary}` };
-    const req = transport.request(url, { method: 'POST', signal, headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(parts).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.write(head);
-    input.on('error', (err) => {
-      req.destroy(err);
-      reject(err);
-    });
-    input.on('end', () => req.end(tail));
-    input.pipe(req, { end: false });
+  const { status, text } = await httpCall(url, {
+    method: 'POST',
+    signal,
+    headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}` },
+    send(req, fail) {
+      req.write(head);
+      input.on('error', (err) => {
+        req.destroy(err);
+        fail(err);
+      });
+      input.on('end', () => req.end(tail));
+      input.pipe(req, { end: false });
+    },
   });
   const lines = text.split('\n').filter((l) => l.trim() !== '');
   const objects = lines.map((l) => {

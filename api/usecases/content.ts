@@ -6,7 +6,6 @@ import { CidError, parseCid, type ParsedCid } from '../../infra/cid.js';
 import type { ClusterClient } from '../../infra/cluster.js';
 import type { Config } from '../../infra/config.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE } from '../../infra/constants.js';
-import { coalesceReads } from '../../infra/db/by-id.js';
 import type { Database } from '../../infra/db/index.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
@@ -57,15 +56,9 @@ export function assertStorageFits(plan: Plan, usedBytes: number, adding: number)
 export const storageFull = (plan: Plan) =>
   new LimitReached('STORAGE_LIMIT', `your plan's storage quota of ${plan.storageMB} MB does not have room for this`);
 
-// Concurrent uploads of one account (many small files at once) share one read of its counter
-// per turn of the event loop: each still gets a read that started after it asked.
-const usedReads = new WeakMap<Database['usage'], (userId: string) => Promise<number>>();
-
-/** Bytes the user may still store, from the user's counter (one read by `_id`, shared as above). */
+/** Bytes the user may still store, from the user's counter (one read by `_id`). */
 export async function quickStorageLeft(db: Database, userId: string, plan: Plan): Promise<number> {
-  let read = usedReads.get(db.usage);
-  if (!read) usedReads.set(db.usage, (read = coalesceReads((id) => db.usage.used(id))));
-  return plan.storageMB * MB - (await read(userId));
+  return plan.storageMB * MB - (await db.usage.used(userId));
 }
 
 /**

@@ -53,7 +53,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS } from '../constants.js';
-import { userContentKey } from './by-id.js';
+import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
 import { BYTES } from './bytes.js';
@@ -149,6 +149,9 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', usageSchema, 'usage');
   const Holds: Model<HoldRecord> = conn.model<HoldRecord>('UsageHold', holdSchema, 'usage_holds');
 
+  const readUsed = coalesceReads((userId: string) =>
+    Usage.findById(userId, { used: 1, distinct: 1 }).lean<Pick<UsageRecord, 'used' | 'distinct'>>().exec(),
+  );
   const counted = async (userId: string) => (await Usage.exists({ _id: userId, distinct: true })) !== null;
 
   /**
@@ -253,13 +256,13 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       }
     },
 
-    /** Bytes of the distinct content the user holds now. */
+    /** Bytes of the distinct content the user holds now. Concurrent reads of one user (many
+     * small uploads at once) share a database read (by-id.ts); each starts after it was asked. */
     async used(userId: string): Promise<number> {
-      const read = () => Usage.findById(userId, { used: 1, distinct: 1 }).lean<Pick<UsageRecord, 'used' | 'distinct'>>().exec();
-      let row = await read();
+      let row = await readUsed(userId);
       if (!row?.distinct) {
         await ensure(userId);
-        row = await read();
+        row = await readUsed(userId);
       }
       return row?.used ?? 0;
     },
