@@ -106,6 +106,8 @@ export const ORIGIN_REDIAL_MAX_MS = 30_000;
 /** Files: metadata is at most 10 string keys of [A-Za-z0-9_]{1,64}, values of at most 256 characters. */
 export const METADATA_MAX_KEYS = 10;
 export const METADATA_MAX_VALUE = 256;
+/** Files: how many of a CID's files a 409 names when a route given the CID cannot choose. */
+export const FILES_NAMED_IN_CONFLICT = 10;
 
 /** The unixfs-v1-2025 import profile (IPIP-0499), passed explicitly to Kubo's add so a Kubo
  * without the profile still gives the same CIDs. */

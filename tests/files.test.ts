@@ -1,6 +1,6 @@
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
-import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
+import { call, createUser, errorReason, newestFile, startTestApi, type TestUser } from './support/stack.js';
 import { CID } from 'multiformats/cid';
 
 let api: ApiServer;
@@ -116,11 +116,11 @@ test('rename changes the name in MongoDB; bad names are 400; another user gets 4
   expect(res.status).toBe(200);
   expect(res.body.name).toBe('renamed.txt');
   expect(res.body.updatedAt).toBeGreaterThanOrEqual(res.body.createdAt);
-  expect((await api.deps.db.files.findForUser(alice.userId, parseCid(file.cid).multihash))!.name).toBe('renamed.txt');
+  expect((await newestFile(api, alice.userId, parseCid(file.cid).multihash))!.name).toBe('renamed.txt');
   expect((await call(api, 'PUT', `/files/${file.cid}/name`, { key: alice.apiKey, body: { name: '' } })).status).toBe(400);
   expect((await call(api, 'PUT', `/files/${file.cid}/name`, { key: alice.apiKey, body: {} })).status).toBe(400);
   expect((await call(api, 'PUT', `/files/${file.cid}/name`, { key: bob.apiKey, body: { name: 'mine' } })).status).toBe(404);
-  expect((await api.deps.db.files.findForUser(alice.userId, parseCid(file.cid).multihash))!.name).toBe('renamed.txt');
+  expect((await newestFile(api, alice.userId, parseCid(file.cid).multihash))!.name).toBe('renamed.txt');
 });
 
 test("move into the caller's folder and back; another user's folder is 404 and changes nothing", async () => {
@@ -150,7 +150,7 @@ test("move into the caller's folder and back; another user's folder is 404 and c
   const theirs = await call(api, 'PUT', `/files/${file.cid}/move`, { key: alice.apiKey, body: { folderId: 'fld_bob1' } });
   expect(theirs.status).toBe(404);
   expect(errorReason(theirs)).toBe('NOT_FOUND');
-  expect((await api.deps.db.files.findForUser(alice.userId, parseCid(file.cid).multihash))!.folderId).toBe('fld_alice1');
+  expect((await newestFile(api, alice.userId, parseCid(file.cid).multihash))!.folderId).toBe('fld_alice1');
 
   const back = await call(api, 'PUT', `/files/${file.cid}/move`, { key: alice.apiKey, body: { folderId: null } });
   expect(back.body.folderId).toBeNull();

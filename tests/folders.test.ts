@@ -93,15 +93,20 @@ test("a folder's fileCount is counted as files come, move and go, and equals the
   const x = await upload(user, 'count-x', a);
   const y = await upload(user, 'count-y', a);
   expect(await counts()).toEqual([2, 0]);
-  // The same content uploaded into another folder moves its record there.
-  await upload(user, 'count-x', b);
-  expect(await counts()).toEqual([1, 1]);
+  // The same content uploaded into another folder is another file there; the first stays.
+  const xInB = (await as(user).post('/upload/new', { content: 'count-x', folderId: b })).body.id as string;
+  expect(await counts()).toEqual([2, 1]);
+  expect((await as(user).del(`/files/${xInB}`)).status).toBe(200);
+  expect(await counts()).toEqual([2, 0]);
+  expect((await as(user).put(`/files/${x}/move`, { folderId: b })).status).toBe(200);
   expect((await as(user).put(`/files/${y}/move`, { folderId: b })).status).toBe(200);
   expect(await counts()).toEqual([0, 2]);
+  expect((await as(user).put(`/files/${x}/move`, { folderId: a })).status).toBe(200);
+  expect(await counts()).toEqual([1, 1]);
   // Concurrent moves of one file count once each way.
   await Promise.all([a, b, a, null, a].map((folderId) => as(user).put(`/files/${y}/move`, { folderId })));
   const final = (await as(user).get(`/file/${y}`)).body.folderId as string | null;
-  expect(await counts()).toEqual([final === a ? 1 : 0, 1 + (final === b ? 1 : 0)]);
+  expect(await counts()).toEqual([1 + (final === a ? 1 : 0), final === b ? 1 : 0]);
   expect((await as(user).del(`/pin/${x}`)).status).toBe(200);
   expect(await counts()).toEqual([final === a ? 1 : 0, final === b ? 1 : 0]);
 });

@@ -6,7 +6,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { createClusterClient } from '../infra/cluster.js';
-import { userContentKey } from '../infra/db/by-id.js';
+import { newFileId } from '../infra/db/files.js';
 import { announceHoldChange } from '../infra/hold-sync.js';
 import { syncJob } from '../infra/temporal/contracts/holds.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
@@ -51,7 +51,7 @@ test('a record gone by the time its pin lands is unpinned by the full round its 
     (await kubo().add(`gone ${Date.now()} ${Math.random()}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString(),
   );
   // An added record that no longer exists: as if deleted right after its write, before the pin.
-  await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: userContentKey(user.userId, cid.multihash) });
+  await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: newFileId() });
   expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
   await syncRoundsDone(api.deps.temporal.client, cid.v1);
   expect(await inPinSet(cid.v1)).toBe(false);
@@ -69,7 +69,7 @@ test('with Cluster unreachable, an added hold goes to its sync workflow, which p
     'unpinned',
   );
   const unreachable = { ...api.deps, cluster: createClusterClient('http://127.0.0.1:9') };
-  await announceHoldChange(unreachable, cid.multihash, cid.v1, { kind: 'file', key: userContentKey(user.userId, cid.multihash) });
+  await announceHoldChange(unreachable, cid.multihash, cid.v1, { kind: 'file', key: res.body.id });
   expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
   await syncRoundsDone(api.deps.temporal.client, cid.v1);
   expect(await inPinSet(cid.v1)).toBe(true);

@@ -288,34 +288,62 @@ describe('the document and the running API', () => {
     conforms('GET', '/file/{cid}', await call(api, 'GET', `/file/${HELLO}`, { key: bob.apiKey }), 404);
     conforms('GET', '/file/{cid}', await call(api, 'GET', '/file/not-a-cid', { key: alice.apiKey }), 400);
     const renamed = await call(api, 'PUT', `/files/${HELLO}/name`, { key: alice.apiKey, body: { name: '  hello.txt ' } });
-    conforms('PUT', '/files/{cid}/name', renamed, 200);
+    conforms('PUT', '/files/{ref}/name', renamed, 200);
     expect(renamed.body.name).toBe('hello.txt');
-    conforms('PUT', '/files/{cid}/name', await call(api, 'PUT', `/files/${HELLO}/name`, { key: alice.apiKey, body: { name: ' ' } }), 400);
-    conforms('PUT', '/files/{cid}/name', await call(api, 'PUT', `/files/${HELLO}/name`, { key: bob.apiKey, body: { name: 'mine' } }), 404);
+    conforms('PUT', '/files/{ref}/name', await call(api, 'PUT', `/files/${HELLO}/name`, { key: alice.apiKey, body: { name: ' ' } }), 400);
+    conforms('PUT', '/files/{ref}/name', await call(api, 'PUT', `/files/${HELLO}/name`, { key: bob.apiKey, body: { name: 'mine' } }), 404);
     conforms(
       'PUT',
-      '/files/{cid}/name',
+      '/files/{ref}/name',
       await call(api, 'PUT', `/files/${HELLO}/name`, { key: alice.apiKey, body: 'x', headers: { 'Content-Type': 'text/plain' } }),
       415,
     );
     conforms(
       'PUT',
-      '/files/{cid}/move',
+      '/files/{ref}/move',
       await call(api, 'PUT', `/files/${HELLO}/move`, { key: alice.apiKey, body: { folderId: null } }),
       200,
     );
     conforms(
       'PUT',
-      '/files/{cid}/move',
+      '/files/{ref}/move',
       await call(api, 'PUT', `/files/${HELLO}/move`, { key: alice.apiKey, body: { folderId: 'fld_none' } }),
       404,
     );
     conforms(
       'PUT',
-      '/files/{cid}/move',
+      '/files/{ref}/move',
       await call(api, 'PUT', '/files/Qmnotacid/move', { key: alice.apiKey, body: { folderId: null } }),
       400,
     );
+
+    // One file by its id or its CID; a second file of the CID makes the CID ambiguous (409).
+    const { id } = (await call(api, 'GET', `/file/${HELLO}`, { key: alice.apiKey })).body;
+    conforms('GET', '/files/{ref}', await call(api, 'GET', `/files/${id}`, { key: alice.apiKey }), 200);
+    conforms('GET', '/files/{ref}', await call(api, 'GET', `/files/${HELLO}`, { key: alice.apiKey }), 200);
+    conforms('GET', '/files/{ref}', await call(api, 'GET', `/files/${id}`, { key: bob.apiKey }), 404);
+    conforms('GET', '/files/{ref}', await call(api, 'GET', '/files/fil_x', { key: alice.apiKey }), 400);
+    const copy = await call(api, 'POST', '/upload/new', { key: alice.apiKey, body: { content: 'hello world', name: 'copy.txt' } });
+    conforms('POST', '/upload/new', copy, 201);
+    conforms('GET', '/file/{cid}', await call(api, 'GET', `/file/${HELLO}`, { key: alice.apiKey }), 200);
+    conforms('GET', '/upload/list', await call(api, 'GET', `/upload/list?cid=${HELLO}`, { key: alice.apiKey }), 200);
+    conforms('GET', '/upload/list', await call(api, 'GET', '/upload/list?cid=nope', { key: alice.apiKey }), 400);
+    conforms('GET', '/files/{ref}', await call(api, 'GET', `/files/${HELLO}`, { key: alice.apiKey }), 409);
+    conforms('PUT', '/files/{ref}/name', await call(api, 'PUT', `/files/${HELLO}/name`, { key: alice.apiKey, body: { name: 'n' } }), 409);
+    const twin = await call(api, 'PUT', `/files/${copy.body.id}/name`, { key: alice.apiKey, body: { name: 'hello.txt' } });
+    conforms('PUT', '/files/{ref}/name', twin, 409);
+    conforms(
+      'PUT',
+      '/files/{ref}/move',
+      await call(api, 'PUT', `/files/${HELLO}/move`, { key: alice.apiKey, body: { folderId: null } }),
+      409,
+    );
+    conforms('DELETE', '/pin/{cid}', await call(api, 'DELETE', `/pin/${HELLO}`, { key: alice.apiKey }), 409);
+    conforms('DELETE', '/pins/{cid}', await call(api, 'DELETE', `/pins/${HELLO}`, { key: alice.apiKey }), 409);
+    conforms('DELETE', '/files/{ref}', await call(api, 'DELETE', `/files/${HELLO}`, { key: alice.apiKey }), 409);
+    conforms('DELETE', '/files/{ref}', await call(api, 'DELETE', `/files/${copy.body.id}`, { key: alice.apiKey }), 200);
+    conforms('DELETE', '/files/{ref}', await call(api, 'DELETE', `/files/${copy.body.id}`, { key: alice.apiKey }), 404);
+    conforms('DELETE', '/files/{ref}', await call(api, 'DELETE', '/files/not-a-ref', { key: alice.apiKey }), 400);
   });
 
   test('pins (no worker runs, so they stay queued)', async () => {

@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { bytes, kubo, kuboCid, MiB, multipart } from './support/content.js';
-import { call, createUser, errorReason, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
+import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 let api: ApiServer;
@@ -196,7 +196,7 @@ describe('uploading with a token', () => {
     expect([res.status, errorReason(res)]).toEqual([413, 'FILE_TOO_LARGE']);
     // No record, no storage counted, and the whole file never reached Kubo.
     const whole = await kuboCid(() => bytes(size, 'too-big'));
-    expect(await api.deps.db.files.findForUser(user.userId, parseCid(whole).multihash)).toBeNull();
+    expect(await newestFile(api, user.userId, parseCid(whole).multihash)).toBeNull();
     expect(await api.deps.db.usage.used(user.userId)).toBe(usedBefore);
     await expect(kubo().block.stat(parseCid(whole).cid, { signal: AbortSignal.timeout(1500) })).rejects.toThrow();
     expect(await tokenRecord(t.tokenId)).toMatchObject({ useCount: 0, usesLeft: 1 });
@@ -230,7 +230,7 @@ describe('uploading with a token', () => {
     for (const [name, type, content, reason] of cases) {
       const res = await signedUpload(t.token, { name, type, source: once(content) });
       expect([name, res.status, errorReason(res)]).toEqual([name, 415, reason]);
-      const kept = await api.deps.db.files.findForUser(user.userId, parseCid(await kuboCid(() => once(content))).multihash);
+      const kept = await newestFile(api, user.userId, parseCid(await kuboCid(() => once(content))).multihash);
       // The real PNG was uploaded once, as a.png; the refused uploads left no record.
       expect(kept === null ? null : kept.name).toBe(content === real ? 'a.png' : null);
     }

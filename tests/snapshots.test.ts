@@ -6,7 +6,7 @@ import path from 'node:path';
 import pLimit from 'p-limit';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
-import { userContentKey } from '../infra/db/by-id.js';
+import { newFileId } from '../infra/db/files.js';
 import { readStackFile } from '../infra/stack/stack-file.js';
 import { snapshotJob } from '../infra/temporal/contracts/snapshots.js';
 import { addTree, bytes, cluster, collect, kubo, MiB, multipart, postStream } from './support/content.js';
@@ -68,8 +68,8 @@ async function directFiles(user: TestUser, folderId: string, dir: string, names:
     const data = Buffer.from(content(i));
     fs.writeFileSync(path.join(dir, name), data);
     const cid = parseCid((await kubo().add(data, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
-    await api.deps.db.files.upsert({
-      _id: userContentKey(user.userId, cid.multihash),
+    await api.deps.db.files.insert({
+      _id: newFileId(),
       userId: user.userId,
       cid: cid.v1,
       multihash: cid.multihash,

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
 import { HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
-import type { FileRecord } from '../infra/db/files.js';
+import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
 import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
@@ -53,7 +53,7 @@ async function freshContent(label: string): Promise<ParsedCid> {
 async function fileWithoutSignal(cid: ParsedCid): Promise<FileRecord> {
   const now = Date.now();
   const file: FileRecord = {
-    _id: `${user.userId}:${cid.multihash}`,
+    _id: newFileId(),
     userId: user.userId,
     cid: cid.v1,
     multihash: cid.multihash,
@@ -66,7 +66,7 @@ async function fileWithoutSignal(cid: ParsedCid): Promise<FileRecord> {
     createdAt: now,
     updatedAt: now,
   };
-  await api.deps.db.files.upsert(file);
+  await api.deps.db.files.insert(file);
   return file;
 }
 
@@ -106,7 +106,7 @@ test('a removed hold whose signal never went out is unpinned after one round', a
   await syncRoundsDone(api.deps.temporal.client, cid.v1);
   await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned after upload');
 
-  await api.deps.db.files.delete(`${user.userId}:${cid.multihash}`);
+  expect(await api.deps.db.files.delete(res.body.id)).not.toBeNull();
   await api.deps.db.holdChanges.append(cid.multihash, cid.v1);
   const before = await api.deps.db.holdChanges.watermark();
   await settle();

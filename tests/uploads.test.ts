@@ -1,6 +1,6 @@
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
-import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo, kuboCid, MiB, multipart, postStream } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -43,7 +43,7 @@ describe('JSON uploads', () => {
     expect((await collect(kubo().cat(res.body.cid))).toString()).toBe('hello world');
 
     const { multihash } = parseCid(res.body.cid);
-    const file = await api.deps.db.files.findForUser(user.userId, multihash);
+    const file = await newestFile(api, user.userId, multihash);
     expect(file).toMatchObject({ cid: res.body.cid, size: 11, description: 'greeting' });
     expect((await api.deps.db.holds.of(multihash)).holders).toContain(`file:${file!._id}`);
     await eventually(() => clusterPinned(res.body.cid), Boolean, 30_000, 'pinned in cluster');
@@ -188,7 +188,7 @@ describe('multipart uploads', () => {
     expect(ok.status).toBe(201);
   });
 
-  test('uploading the same content again updates the record and counts its size once', async () => {
+  test('the same content under another name is another file, counted once; the same upload again is the same file', async () => {
     const u = await createUser(api);
     const send = async (name: string) => {
       const form = multipart({}, { name, source: bytes(1000, 'again') });
@@ -197,9 +197,11 @@ describe('multipart uploads', () => {
     const first = await send('one.bin');
     const second = await send('two.bin');
     expect(second.body.cid).toBe(first.body.cid);
-    expect(second.body.name).toBe('two.bin');
-    expect(second.body.createdAt).toBe(first.body.createdAt);
-    expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(1);
+    expect([first.body.name, second.body.name]).toEqual(['one.bin', 'two.bin']);
+    expect(second.body.id).not.toBe(first.body.id);
+    const again = await send('one.bin');
+    expect([again.body.id, again.body.createdAt]).toEqual([first.body.id, first.body.createdAt]);
+    expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(2);
     expect(await api.deps.db.usage.used(u.userId)).toBe(1000);
   });
 

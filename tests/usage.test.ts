@@ -1,10 +1,10 @@
 // Storage use is a per-user counter (infra/db/usage.ts): concurrent uploads of one account can
 // neither pass the quota together nor be refused for one another, and every upload, replace,
 // delete, pin and unpin leaves the counter equal to the sum of the user's records.
-import type { Model } from 'mongoose';
 import type { ApiServer } from '../api/rest/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { newFileId } from '../infra/db/files.js';
 import { bytes, collect, kubo, MiB, multipart, postStream } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -23,17 +23,18 @@ afterAll(async () => {
   await Promise.all([api?.close(), worker?.kill()]);
 });
 
-/** Bytes summed from the records in MongoDB (a test's check, not a request path). */
-async function summed(model: Model<any>, match: Record<string, unknown>): Promise<number> {
-  const [row] = await model.aggregate<{ total: number }>([{ $match: match }, { $group: { _id: null, total: { $sum: '$size' } } }]).exec();
-  return row?.total ?? 0;
-}
-
-/** The user's bytes summed from the records, as usage was derived before counters. */
+/** The user's bytes summed from the records, each distinct content once (a test's check, not
+ * a request path): what the counter must equal. */
 async function recounted(userId: string): Promise<number> {
   const { files, pins } = api.deps.db;
-  const [filed, pinned] = await Promise.all([summed(files.model, { userId }), summed(pins.model, { userId, status: 'pinned' })]);
-  return filed + pinned;
+  type Row = { multihash: string; size: number };
+  const [filed, pinned] = await Promise.all([
+    files.model.find({ userId }, { multihash: 1, size: 1 }).lean<Row[]>().exec(),
+    pins.model.find({ userId, status: 'pinned' }, { multihash: 1, size: 1 }).lean<Row[]>().exec(),
+  ]);
+  const sizes = new Map<string, number>();
+  for (const r of [...filed, ...pinned]) sizes.set(r.multihash, Math.max(sizes.get(r.multihash) ?? 0, r.size ?? 0));
+  return [...sizes.values()].reduce((a, b) => a + b, 0);
 }
 
 /** The counter, read from its document, and the records' sum: equal when the counter is exact. */
@@ -60,20 +61,31 @@ test('20 concurrent uploads to an account with room for exactly 7: 7 recorded, 1
   expect(await counterAndSum(user.userId)).toEqual({ counter: 7 * size, files: 7 * size, pinned: 0, sum: 7 * size });
 }, 120_000);
 
-test('the same content uploaded 10 times at once is one file, counted once', async () => {
+test('the same content uploaded 10 times at once under 10 names is 10 files, counted once; under one name, one file', async () => {
   const user = await createUser(api);
   const content = `same ${Date.now()} `.repeat(1000);
   const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => upload(user, content, { name: `copy ${i}` })));
   expect(replies.map((r) => r.status)).toEqual(Array(10).fill(201));
-  expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(1);
+  expect(new Set(replies.map((r) => r.body.id)).size).toBe(10);
+  expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(10);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: content.length, files: content.length, pinned: 0, sum: content.length });
+  // The holding document counts the ten records.
+  const [hold] = await api.deps.db.usage.holds.find({ userId: user.userId }).lean().exec();
+  expect(hold).toMatchObject({ file: 10, size: content.length });
+
+  // The same upload repeated at once (a client retrying) is one file.
+  const retries = await Promise.all(Array.from({ length: 10 }, () => upload(user, content, { name: 'retried' })));
+  expect(retries.map((r) => r.status)).toEqual(Array(10).fill(201));
+  expect(new Set(retries.map((r) => r.body.id)).size).toBe(1);
+  expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(11);
   expect(await counterAndSum(user.userId)).toEqual({ counter: content.length, files: content.length, pinned: 0, sum: content.length });
 }, 60_000);
 
 test('replace, delete and recursive folder delete keep the counter equal to the records', async () => {
   const user = await createUser(api);
   const a = await upload(user, 'a'.repeat(1000));
-  const again = await upload(user, 'a'.repeat(1000), { name: 'renamed by upload' });
-  expect(again.body.cid).toBe(a.body.cid);
+  const again = await upload(user, 'a'.repeat(1000));
+  expect([again.body.cid, again.body.id]).toEqual([a.body.cid, a.body.id]);
   expect(await counterAndSum(user.userId)).toMatchObject({ counter: 1000, sum: 1000 });
 
   const outer = await call(api, 'POST', '/folders', { key: user.apiKey, body: { name: 'outer' } });
@@ -123,8 +135,8 @@ test('a user from before counters is counted once from the records, however many
     [small, MiB - 100, 'big'],
   ] as const) {
     const cid = parseCid((await kubo().add(Buffer.from(`${seed} ${now}`), { pin: false })).cid.toString());
-    await api.deps.db.files.upsert({
-      _id: `${owner.userId}:${cid.multihash}`,
+    await api.deps.db.files.insert({
+      _id: newFileId(),
       userId: owner.userId,
       cid: cid.v1,
       multihash: cid.multihash,

@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
 import { cidInput, MB } from '../usecases/content.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
-import { getFile, listFiles, moveFile, renameFile, type FileRecord } from '../usecases/files.js';
+import { deleteFile, fileRef, getFileByCid, findFile, listFiles, moveFile, renameFile, type FileRecord } from '../usecases/files.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
 
 /** A file as the REST API shows it, with its links. */
 export const restFile = (f: FileRecord, gatewayUrl: string) => ({
+  id: f._id,
   cid: f.cid,
   name: f.name,
   description: f.description,
@@ -27,6 +28,7 @@ const time = z.coerce.number().int().min(0);
 const listQuery = z
   .strictObject({
     folderId: z.string().min(1).optional(),
+    cid: z.string().min(1).optional(),
     name: z.string().min(1).max(255).optional(),
     mimeType: z
       .string()
@@ -52,33 +54,48 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
       const q = parse(listQuery, req.query, 'query');
       // `folderId=root` lists the files outside any folder.
       const folderId = q.folderId === 'root' ? null : q.folderId;
-      const page = await listFiles(deps, caller(req).user._id, { ...q, folderId });
+      const page = await listFiles(deps, caller(req).user._id, { ...q, folderId, cid: q.cid === undefined ? undefined : cidInput(q.cid) });
       res.json({ items: page.items.map(show), nextCursor: page.nextCursor });
     },
   });
 
+  // The contract's read by CID: the newest of the caller's files of it, and how many there are.
   resource(router, '/file/:cid', {
     get: async (req, res) => {
-      res.json(show(await getFile(deps, caller(req).user._id, cidInput(String(req.params.cid)))));
+      const { file, filesWithCid } = await getFileByCid(deps, caller(req).user._id, cidInput(String(req.params.cid)));
+      res.json({ ...show(file), filesWithCid });
     },
   });
 
-  resource(router, '/files/:cid/name', {
+  // One file, by its id or by a CID the caller has one file of (409 AMBIGUOUS_CID otherwise).
+  const ref = (req: { params: Record<string, unknown> }) => fileRef(String(req.params.ref));
+
+  resource(router, '/files/:ref', {
+    get: async (req, res) => {
+      res.json(show(await findFile(deps, caller(req).user._id, ref(req))));
+    },
+    delete: async (req, res) => {
+      const file = await deleteFile(deps, caller(req).user._id, ref(req));
+      res.json({ success: true, id: file._id, cid: file.cid });
+    },
+  });
+
+  resource(router, '/files/:ref/name', {
     put: [
       ...jsonBody(jsonLimit),
       async (req, res) => {
         const { name } = parse(nameBody, req.body ?? {});
-        res.json(show(await renameFile(deps, caller(req).user._id, cidInput(String(req.params.cid)), name)));
+        res.json(show(await renameFile(deps, caller(req).user._id, ref(req), name)));
       },
     ],
   });
 
-  resource(router, '/files/:cid/move', {
+  resource(router, '/files/:ref/move', {
     put: [
       ...jsonBody(jsonLimit),
       async (req, res) => {
         const { folderId } = parse(moveBody, req.body ?? {});
-        res.json(show(await moveFile(deps, caller(req).user._id, cidInput(String(req.params.cid)), folderId)));
+        res.json(show(await moveFile(deps, caller(req).user._id, ref(req), folderId)));
       },
     ],
   });

@@ -3,6 +3,7 @@
 import type { Config } from '../../infra/config.js';
 import { createClusterClient } from '../../infra/cluster.js';
 import { openDatabase } from '../../infra/db/index.js';
+import { migrateFileIds } from '../../infra/db/files-migration.js';
 import { createKubo } from '../../infra/kubo.js';
 import type { Logger } from '../../infra/logger.js';
 import { createTemporal } from '../../infra/temporal/client.js';
@@ -24,6 +25,14 @@ export interface ApiServer {
 
 export async function startApiServer(config: Config, logger: Logger): Promise<ApiServer> {
   const db = await openDatabase(config.mongodbUri);
+  // Before any surface serves: files from before file ids get theirs (a no-op once done).
+  let logged = 0;
+  const migration = await migrateFileIds(db.files, (migrated) => {
+    if (migrated - logged < 100_000) return;
+    logged = migrated;
+    logger.info({ migrated }, 'migrating files to file ids');
+  });
+  if (migration.migrated > 0) logger.info(migration, 'files migrated to file ids');
   const temporal = createTemporal(config.temporal);
   // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
   const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway }, s3: { ...config.s3 } };

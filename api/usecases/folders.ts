@@ -8,6 +8,7 @@ import { randomBase62 } from '../../infra/secrets.js';
 import { holdsChanged } from './content.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, NotFound } from './errors.js';
+import { removeFile } from './files.js';
 import { decodeCursor, toPage } from './pages.js';
 
 type FolderDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
@@ -32,17 +33,6 @@ async function ownFolder(deps: FolderDeps, userId: string, folderId: string, wha
   const folder = await deps.db.folders.findForUser(userId, folderId);
   if (!folder) throw new NotFound(what);
   return folder;
-}
-
-/**
- * Keeps folders' fileCount when a file record leaves `from` and enters `to` (undefined or
- * null: no folder), as the record write that moved it reported: each write adjusts by what it
- * changed, so concurrent moves, uploads and deletes of one file count once each.
- */
-export async function fileMoved(db: FolderDeps['db'], from: string | null | undefined, to: string | null | undefined): Promise<void> {
-  if (from === to) return;
-  if (from) await db.folders.adjustFileCount(from, -1);
-  if (to) await db.folders.adjustFileCount(to, 1);
 }
 
 async function view(deps: FolderDeps, folder: FolderRecord): Promise<FolderView> {
@@ -151,13 +141,7 @@ export async function deleteFolder(deps: FolderDeps, userId: string, folderId: s
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   for (const folder of order) {
     for (const file of await deps.db.files.inFolder(userId, folder._id)) {
-      // What the delete removed releases its hold (infra/db/usage.ts): a file deleted
-      // concurrently (DELETE /pin) is released once, by whichever delete removed it.
-      const removed = await deps.db.files.delete(file._id);
-      if (removed) {
-        const released = await deps.db.usage.release(userId, removed.multihash, 'file');
-        await deps.db.activity.tryRecord(userId, Date.now(), { deletes: 1, storedBytes: released.used });
-      }
+      await removeFile(deps, file);
       await holdsChanged(deps, parseCid(file.cid));
     }
     for (

@@ -7,7 +7,7 @@ import { userContentKey } from '../../infra/db/by-id.js';
 import { pinJobInput, type PinQuery, type PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
-import { fileMoved } from './folders.js';
+import { filesOfCid, removeFile, severalFiles } from './files.js';
 import { assertStorageFits, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { NotFound, Unavailable } from './errors.js';
@@ -79,29 +79,22 @@ export async function getPin(deps: PinDeps, userId: string, cid: ParsedCid): Pro
 }
 
 /**
- * Removes the caller's pin and file records for the content, which were its holds; the sync
- * workflow unpins it from Cluster if nobody else holds it. Each record a delete actually
- * removed releases its hold (infra/db/usage.ts): the content leaves the user's storage count
- * with the last of them, and a concurrent delete of the same records gives nothing back twice.
+ * Removes the caller's pin request and file record of the content, which were its holds; the
+ * sync workflow unpins it from Cluster if nobody else holds it. With several files of the
+ * content it is 409 naming them, and nothing is removed (DELETE /files/:fileId removes one).
+ * Each record a delete actually removed releases its hold (infra/db/usage.ts): the content
+ * leaves the user's storage count with the last of them, and a concurrent delete of the same
+ * records gives nothing back twice.
  */
 export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): Promise<{ cid: string }> {
-  const [pin, file] = await Promise.all([
-    deps.db.pins.findForUser(userId, cid.multihash),
-    deps.db.files.findForUser(userId, cid.multihash),
-  ]);
-  if (!pin && !file) throw new NotFound('pin');
+  const [pin, files] = await Promise.all([deps.db.pins.findForUser(userId, cid.multihash), filesOfCid(deps, userId, cid)]);
+  if (!pin && files.length === 0) throw new NotFound('pin');
+  if (files.length > 1) throw severalFiles(cid, files);
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   if (pin) await removeRequest(deps, pin);
-  if (file) {
-    const removed = await deps.db.files.delete(file._id);
-    if (removed) {
-      const released = await deps.db.usage.release(userId, removed.multihash, 'file');
-      await fileMoved(deps.db, removed.folderId, null);
-      await deps.db.activity.tryRecord(userId, Date.now(), { deletes: 1, storedBytes: released.used });
-    }
-  }
+  if (files[0]) await removeFile(deps, files[0]);
   await holdsChanged(deps, cid);
-  return { cid: pin?.cid ?? file!.cid };
+  return { cid: pin?.cid ?? files[0]!.cid };
 }
 
 /** Removes one pin request (its hold change is the caller's to announce). */

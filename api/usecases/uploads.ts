@@ -10,13 +10,12 @@ import { Readable, Transform } from 'node:stream';
 import { CID } from 'multiformats/cid';
 import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
-import { userContentKey } from '../../infra/db/by-id.js';
-import type { FileRecord } from '../../infra/db/files.js';
+import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
 import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
-import { fileMoved } from './folders.js';
+import { fileMoved } from './files.js';
 import { checkContentType, grantFolder, type UploadGrant } from './signed-tokens.js';
 
 type UploadDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'> & Partial<Pick<UseCaseDeps, 'cluster'>>;
@@ -193,12 +192,13 @@ async function dropCarRoot(deps: UploadDeps, root: CID): Promise<void> {
 }
 
 /**
- * Records added content as the user's file and holds it. What it adds to the user's distinct
+ * Records added content as a new file of the user and holds it. What it adds to the user's distinct
  * storage (nothing if the user holds the content already, as a file or a pin) is reserved against
  * the quota first, in one atomic update of the user's counter (infra/db/usage.ts), so concurrent
  * uploads cannot together pass the quota and none waits for another. The reservation is then
  * settled by what happened: a new record is a new file hold, counted by what its holding update
- * actually changed; a replaced record (the same content again) holds nothing new.
+ * actually changed; the same upload again (the same content, name and folder: the same file,
+ * infra/db/files.ts) holds nothing new.
  */
 async function recordFile(
   deps: UploadDeps,
@@ -214,10 +214,10 @@ async function recordFile(
   const reserved = await deps.db.usage.cost(user._id, cid.multihash, 'file', added.size);
   await reserveStorage(deps.db, user._id, plan, reserved);
   const now = Date.now();
-  let written: { file: FileRecord; previous: FileRecord | null };
+  let written: { file: FileRecord; created: boolean };
   try {
-    written = await deps.db.files.upsert({
-      _id: userContentKey(user._id, cid.multihash),
+    written = await deps.db.files.insert({
+      _id: newFileId(),
       userId: user._id,
       cid: cid.v1,
       multihash: cid.multihash,
@@ -238,10 +238,10 @@ async function recordFile(
     throw err;
   }
   let stored = 0;
-  if (written.previous) await deps.db.usage.add(user._id, { used: -reserved });
+  if (!written.created) await deps.db.usage.add(user._id, { used: -reserved });
   else stored = (await deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved)).used;
   await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
-  await fileMoved(deps.db, written.previous?.folderId, written.file.folderId);
+  if (written.created) await fileMoved(deps.db, null, written.file.folderId);
   await holdsChanged(deps, cid, { kind: 'file', key: written.file._id });
   return written.file;
 }

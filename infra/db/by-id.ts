@@ -1,14 +1,15 @@
 // How the hot paths read and write: by `_id` alone.
 //
 // Why: a read by `_id` is one index lookup on any server, and a key derived from what a record
-// is found by (one pin request and one file record per user and content) also makes "one per
-// user and content" a unique-key fact rather than a check. History: FerretDB 1.24 on SQLite
+// is found by (one pin request per user and content; one usage holding document) also makes
+// "one per user and content" a unique-key fact rather than a check. (Files are not: the same
+// content may be several files of a user, each with its own id, files.ts.) History: FerretDB 1.24 on SQLite
 // (the default server) handed SQLite a WHERE clause only for a filter that was exactly
 // `{ _id }`; the stack's patched build (infra/stack/patches/ferretdb/) now also serves other
 // indexed filters, but reads by `_id` stay the cheapest (measured: 2.2 ms for a findOne by
 // `_id` at 200,000 documents, through the MongoDB driver).
 
-/** The `_id` of the user's record of a piece of content (pin request, file). */
+/** The `_id` of the user's record of a piece of content (pin request, usage holding document). */
 export const userContentKey = (userId: string, multihash: string) => `${userId}:${multihash}`;
 
 /** The user of such a key (user IDs have no `:`). */

@@ -1,14 +1,21 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
-import { coalesceReads, userContentKey } from './by-id.js';
+import { randomBase62 } from '../secrets.js';
+import { coalesceReads } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 import { after } from './pages.js';
 import { count } from './count.js';
 
+/**
+ * A file: a user's record of content, with its own id, name, folder and metadata. The same
+ * content may be any number of files of one user (the same logo in two folders, empty files
+ * under many names); storage counts it once (usage.ts) and each file holds it (holds.ts).
+ * One rule: no two files of a user are the same content under the same name in the same
+ * folder (the `twins` unique index), so an upload repeated is the same file, not a copy.
+ */
 export interface FileRecord {
-  /** `<userId>:<multihash>` (by-id.ts): a user has one file record per piece of content;
-   * uploading the same bytes again updates it. */
+  /** `fil_` + 16 base62 characters. */
   _id: string;
   userId: string;
   cid: string;
@@ -25,6 +32,14 @@ export interface FileRecord {
   createdAt: number;
   updatedAt: number;
 }
+
+export const FILE_ID_PREFIX = 'fil_';
+export const newFileId = () => `${FILE_ID_PREFIX}${randomBase62(16)}`;
+export const looksLikeFileId = (text: string) => /^fil_[0-9A-Za-z]{16}$/.test(text);
+
+/** The fields of the unique index that makes an upload repeated the same file. */
+export const TWIN_INDEX = { userId: 1, folderId: 1, name: 1, multihash: 1 } as const;
+export const TWIN_INDEX_NAME = 'twins';
 
 const schema = new Schema<FileRecord>(
   {
@@ -46,10 +61,17 @@ const schema = new Schema<FileRecord>(
 );
 schema.index({ userId: 1, createdAt: -1, _id: -1 });
 schema.index({ userId: 1, folderId: 1, createdAt: -1, _id: -1 });
+// A user's files of one content, newest first: GET /file/:cid, the CID routes' one-or-409, a
+// list by CID, and the twin an upload repeats (the unique index cannot serve reads on FerretDB:
+// folders.ts).
+schema.index({ userId: 1, multihash: 1, createdAt: -1, _id: -1 });
 schema.index({ multihash: 1 });
+// The `twins` unique index is not declared here: records from before file ids are migrated
+// first, and only then is it built (files-migration.ts).
 
 export interface FileQuery {
   folderId?: string | null;
+  multihash?: string;
   name?: string;
   mimeType?: string;
   from?: number;
@@ -59,58 +81,95 @@ export interface FileQuery {
   limit: number;
 }
 
+/** What a file's own changes may touch. */
+export type FileChanges = Partial<Pick<FileRecord, 'name' | 'folderId'>>;
+
 const escapeRegex = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const NEWEST = { createdAt: -1, _id: -1 } as const;
+/** Tries of an upload whose twin vanished between its refused insert and the update. */
+const INSERT_TRIES = 3;
 
 export function createFileStore(conn: Connection) {
   const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
   /** A file holds its content while it exists (infra/db/holds.ts). */
   const holder = existenceHolder('file', Files);
-  const getShared = coalesceReads((key: string) => Files.findById(key).lean<FileRecord>().exec());
+  const getShared = coalesceReads((id: string) => Files.findById(id).lean<FileRecord>().exec());
+  // The two newest files of a content: GET /file/:cid's answer and whether a count is needed.
+  const newestTwo = coalesceReads((key: string) => {
+    const [userId, multihash] = key.split(' ') as [string, string];
+    return Files.find({ userId, multihash }).sort(NEWEST).limit(2).lean<FileRecord[]>().exec();
+  });
+  // By the {userId, multihash} index: the unique index cannot serve reads on FerretDB (folders.ts).
+  const twinFilter = (f: Pick<FileRecord, 'userId' | 'folderId' | 'name' | 'multihash'>) => ({
+    userId: f.userId,
+    multihash: f.multihash,
+    folderId: f.folderId,
+    name: f.name,
+  });
+
   return {
     model: Files,
     holder,
 
-    /** Inserts the file, or updates the user's record of the same content. `previous` is the
-     * record before the update (null when inserted). */
-    async upsert(file: FileRecord): Promise<{ file: FileRecord; previous: FileRecord | null }> {
-      const { _id, createdAt, ...changes } = file;
-      const write = () =>
-        Files.findOneAndUpdate({ _id }, { $set: changes, $setOnInsert: { createdAt } }, { upsert: true, returnDocument: 'before' })
-          .lean<FileRecord>()
-          .exec();
-      let previous: FileRecord | null;
-      try {
-        previous = await write();
-      } catch (err) {
-        // Two uploads of the same content both inserted: the other's record exists now, so
-        // this one is an update of it. (MongoDB retries such an upsert itself; FerretDB 1.24
-        // reports the unique `_id`.)
-        if (!isDuplicateKey(err)) throw err;
-        previous = await write();
+    /**
+     * Inserts the file, unless the user has it already (the same content under the same name in
+     * the same folder): then that file takes this one's description, metadata and type, and
+     * keeps its id and creation time. `created` says which.
+     */
+    async insert(file: FileRecord): Promise<{ file: FileRecord; created: boolean }> {
+      for (let tries = 1; ; tries++) {
+        try {
+          await Files.create(file);
+          return { file, created: true };
+        } catch (err) {
+          if (!isDuplicateKey(err) || tries === INSERT_TRIES) throw err;
+        }
+        const { description, metadata, mimeType, size, dagSize, updatedAt } = file;
+        const set = { description, metadata, mimeType, size, dagSize, updatedAt };
+        const same = await Files.findOneAndUpdate(twinFilter(file), { $set: set }, { returnDocument: 'after' }).lean<FileRecord>().exec();
+        // Gone between the two writes (deleted): insert again.
+        if (same) return { file: same, created: false };
       }
-      return { file: previous ? { ...file, createdAt: previous.createdAt } : file, previous };
     },
 
-    /** Concurrent reads of one record share a database read (by-id.ts: clients polling a file
-     * cost one read per turn); the record is shared, not to be modified. */
-    findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),
+    /** The user's file by id; another user's file is as good as missing. Concurrent reads of
+     * one file share a database read (by-id.ts); the record is shared, not to be modified. */
+    async byId(userId: string, fileId: string): Promise<FileRecord | null> {
+      const file = await getShared(fileId);
+      return file?.userId === userId ? file : null;
+    },
 
-    /** The record after the change and before it (to see where it moved from), or null. */
-    async update(
-      userId: string,
-      multihash: string,
-      changes: Partial<Pick<FileRecord, 'name' | 'folderId'>>,
-    ): Promise<{ file: FileRecord; previous: FileRecord } | null> {
+    /** The user's newest files of the content, at most `limit`, newest first. */
+    ofContent: (userId: string, multihash: string, limit: number) =>
+      limit === 2
+        ? newestTwo(`${userId} ${multihash}`)
+        : Files.find({ userId, multihash }).sort(NEWEST).limit(limit).lean<FileRecord[]>().exec(),
+
+    countOfContent: (userId: string, multihash: string) => count(Files, { userId, multihash }),
+
+    /** The user's file of the same content under the same name in the same folder, if any. */
+    twin: (f: Pick<FileRecord, 'userId' | 'folderId' | 'name' | 'multihash'>) => Files.findOne(twinFilter(f)).lean<FileRecord>().exec(),
+
+    /**
+     * The record after the change and before it (to see where it moved from); null when it
+     * does not exist, false when the change would make it a twin of another file.
+     */
+    async update(fileId: string, changes: FileChanges): Promise<{ file: FileRecord; previous: FileRecord } | null | false> {
       const set = { ...changes, updatedAt: Date.now() };
-      const previous = await Files.findOneAndUpdate({ _id: userContentKey(userId, multihash) }, { $set: set }, { returnDocument: 'before' })
-        .lean<FileRecord>()
-        .exec();
-      return previous && { file: { ...previous, ...set }, previous };
+      try {
+        const previous = await Files.findOneAndUpdate({ _id: fileId }, { $set: set }, { returnDocument: 'before' })
+          .lean<FileRecord>()
+          .exec();
+        return previous && { file: { ...previous, ...set }, previous };
+      } catch (err) {
+        if (isDuplicateKey(err)) return false;
+        throw err;
+      }
     },
 
     /** Deletes the record; returns what was deleted (null: nothing was), so that whoever
      * deleted it, and only they, give back its size (usage.ts). */
-    delete: (key: string) => Files.findOneAndDelete({ _id: key }).lean<FileRecord>().exec(),
+    delete: (fileId: string) => Files.findOneAndDelete({ _id: fileId }).lean<FileRecord>().exec(),
 
     /** Every file directly in any of these folders (a snapshot's listing, in one query). */
     inFolders: (userId: string, folderIds: string[]) =>
@@ -127,6 +186,7 @@ export function createFileStore(conn: Connection) {
     list(userId: string, q: FileQuery): Promise<FileRecord[]> {
       const filter: QueryFilter<FileRecord> = { userId };
       if (q.folderId !== undefined) filter.folderId = q.folderId;
+      if (q.multihash !== undefined) filter.multihash = q.multihash;
       if (q.name) filter.name = { $regex: escapeRegex(q.name), $options: 'i' };
       if (q.mimeType) {
         filter.mimeType = q.mimeType.endsWith('/*') ? { $regex: `^${escapeRegex(q.mimeType.slice(0, -1))}` } : q.mimeType;
@@ -136,7 +196,7 @@ export function createFileStore(conn: Connection) {
       if (q.to !== undefined) and.push({ createdAt: { $lt: q.to } });
       if (q.after) and.push(after('createdAt', { at: q.after.createdAt, id: q.after.id }));
       if (and.length) filter.$and = and;
-      return Files.find(filter).sort({ createdAt: -1, _id: -1 }).limit(q.limit).lean<FileRecord[]>().exec();
+      return Files.find(filter).sort(NEWEST).limit(q.limit).lean<FileRecord[]>().exec();
     },
   };
 }

@@ -2,8 +2,9 @@
 // their names, in an order and with names that depend only on the tree, so an unchanged
 // folder gives the same listing, digest and directory CID again.
 //
-// File names are user text and may not be valid path segments or may repeat (files are keyed
-// by content, not by name): `/` becomes `_`, `.` and `..` become `_.` and `_..`, and a name
+// File names are user text and may not be valid path segments or may repeat (two files of
+// different content may share a name in a folder; the same content under the same name is one
+// file: files.ts): `/` becomes `_`, `.` and `..` become `_.` and `_..`, and a name
 // already taken in its directory (by a subfolder, or an earlier file in (name, CID) order)
 // gets ` (2)`, ` (3)`, … before its extension. Folder names are valid and unique already.
 //

@@ -9,9 +9,10 @@
 //   content held by a file record / by a pinned pin request (each counted once per content;
 //   their sum exceeds `used` by what is held both ways); `distinct: true` once the user is
 //   counted this way.
-// - `usage_holds`, one document per user and content, at the key the user's file record and
-//   pin request of that content share (`<userId>:<multihash>`, by-id.ts): `file` and `pin`,
-//   how many records of each kind hold it (0 or 1 once writes settle), and `size`, the
+// - `usage_holds`, one document per user and content, at the key the user's pin request of
+//   that content has too (`<userId>:<multihash>`, by-id.ts): `file`, `pin` and `object`, how
+//   many records of each kind hold it (any number of files, at most one pin request, once
+//   writes settle), and `size`, the
 //   content's bytes (the largest any holder reported: a pin whose size Kubo could not tell
 //   reports 0).
 //

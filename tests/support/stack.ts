@@ -127,3 +127,8 @@ export function errorReason(reply: Reply): string {
   expect(reply.text).not.toMatch(/\n\s+at /);
   return reply.body.error.reason;
 }
+
+/** The user's newest file record of the content (by its multihash), or null. */
+export async function newestFile(api: ApiServer, userId: string, multihash: string) {
+  return (await api.deps.db.files.ofContent(userId, multihash, 1))[0] ?? null;
+}
