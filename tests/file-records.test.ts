@@ -335,8 +335,8 @@ test('files from before file ids migrate to their own ids, keeping fields, holds
     }
     await db.files.model.insertMany(legacy);
 
-    const report = await migrateFileIds(db.files);
-    expect(report.migrated).toBe(2500);
+    const report = await migrateFileIds(db);
+    expect(report).toMatchObject({ migrated: 2500, left: 0 });
     const after = await db.files.model.find({}).lean<FileRecord[]>().exec();
     expect(after).toHaveLength(2500);
     const byId = new Map(after.map((f) => [f._id, f]));
@@ -354,7 +354,7 @@ test('files from before file ids migrate to their own ids, keeping fields, holds
     const twin = await db.files.insert({ ...byId.get(migratedFileId(sample._id))!, _id: 'fil_0000000000000000', description: 'again' });
     expect(twin).toMatchObject({ created: false, file: { _id: migratedFileId(sample._id), description: 'again' } });
 
-    const second = await migrateFileIds(db.files);
+    const second = await migrateFileIds(db);
     expect(second.migrated).toBe(0);
     expect(await db.files.model.countDocuments({})).toBe(2500);
   } finally {

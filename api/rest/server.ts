@@ -27,12 +27,13 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   const db = await openDatabase(config.mongodbUri);
   // Before any surface serves: files from before file ids get theirs (a no-op once done).
   let logged = 0;
-  const migration = await migrateFileIds(db.files, (migrated) => {
+  const migration = await migrateFileIds(db, (migrated) => {
     if (migrated - logged < 100_000) return;
     logged = migrated;
     logger.info({ migrated }, 'migrating files to file ids');
   });
   if (migration.migrated > 0) logger.info(migration, 'files migrated to file ids');
+  if (migration.left > 0) logger.warn(migration, 'files left to migrate at the next start (their copies could not be written)');
   const temporal = createTemporal(config.temporal);
   // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
   const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway }, s3: { ...config.s3 } };
