@@ -81,6 +81,9 @@ export function content(d: ScaleData, kind: Kind, i: number): Content {
 /** 128 B to about 4 MiB, most of them small, as a pinning service's content is. */
 const sizeOf = (b: Uint8Array, at: number) => 2 ** (7 + (b[at]! % 16)) + b[at + 1]!;
 
+/** The i-th file's id: deterministic, as the rest of the data (base 36 is within base 62). */
+const fileId = (i: number) => `fil_${i.toString(36).padStart(16, '0')}`;
+
 export function fileRecord(d: ScaleData, i: number): FileRecord {
   const userId = owner(d, i);
   const c = content(d, 'files', i);
@@ -88,7 +91,7 @@ export function fileRecord(d: ScaleData, i: number): FileRecord {
   const at = createdAt(d, 'files', i);
   const type = b[2]! % MIME_TYPES.length;
   return {
-    _id: userContentKey(userId, c.multihash),
+    _id: fileId(i),
     userId,
     cid: c.cid,
     multihash: c.multihash,

@@ -21,12 +21,15 @@
 //               gateway, and the API's RSS (`--gateway` runs only this one)
 //   s3.ts       4 KiB PutObject/GetObject at 16 clients, 1 GiB PutObject vs the REST upload,
 //               CompleteMultipartUpload of 5 GiB in 8 MiB parts (`--s3` runs only this one)
+//   file-ids.ts how long an upgraded API's start takes to give a million files from before file
+//               ids their own (`--migrate [--records N]` runs only this one)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
 // on every path.
 import os from 'node:os';
 import { analyticsLine, benchAnalytics } from './analytics.js';
+import { benchFileIds, MIGRATE_RECORDS } from './file-ids.js';
 import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
 import { runBench, say, type BenchContext } from './harness.js';
 import { s3Only } from './s3.js';
@@ -250,6 +253,12 @@ async function main(): Promise<number> {
   if (args.includes('--hot')) hot.upload = hot.small = hot.status = true;
   if (hot.upload || hot.small || hot.status) return runBench((ctx) => hotPaths(ctx, hot));
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
+  if (args.includes('--migrate')) {
+    const at = args.indexOf('--records');
+    const records = at >= 0 ? Number(args[at + 1]) : MIGRATE_RECORDS;
+    if (!Number.isInteger(records) || records < 1) throw new Error('--records takes a positive whole number');
+    return runBench((ctx) => benchFileIds(ctx, say, records));
+  }
   if (args.includes('--analytics')) return runBench(analyticsOnly);
   if (args.includes('--images')) return runBench(imagesOnly);
   if (args.includes('--gateway')) return runBench(gatewayOnly);

@@ -9,8 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pLimit from 'p-limit';
 import { parseCid } from '../../infra/cid.js';
-import { userContentKey } from '../../infra/db/by-id.js';
-import type { FileRecord } from '../../infra/db/files.js';
+import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createKubo } from '../../infra/kubo.js';
 import { binaryPath } from '../../infra/stack/binaries.js';
@@ -65,7 +64,7 @@ export async function benchSnapshot(ctx: BenchContext, say: (line: string) => vo
             fs.writeFileSync(path.join(disk, name, fileName), bytes);
             const cid = parseCid((await kubo.add(bytes, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
             records.push({
-              _id: userContentKey(user.userId, cid.multihash),
+              _id: newFileId(),
               userId: user.userId,
               cid: cid.v1,
               multihash: cid.multihash,
