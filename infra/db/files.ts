@@ -94,10 +94,11 @@ export function createFileStore(conn: Connection) {
   /** A file holds its content while it exists (infra/db/holds.ts). */
   const holder = existenceHolder('file', Files);
   const getShared = coalesceReads((id: string) => Files.findById(id).lean<FileRecord>().exec());
-  // The two newest files of a content: GET /file/:cid's answer and whether a count is needed.
-  const newestTwo = coalesceReads((key: string) => {
-    const [userId, multihash] = key.split(' ') as [string, string];
-    return Files.find({ userId, multihash }).sort(NEWEST).limit(2).lean<FileRecord[]>().exec();
+  // A user's newest files of a content: polled like a pin's status (GET /file/:cid), so
+  // concurrent reads of the same share a database read too.
+  const newestOf = coalesceReads((key: string) => {
+    const [userId, multihash, limit] = key.split(' ') as [string, string, string];
+    return Files.find({ userId, multihash }).sort(NEWEST).limit(Number(limit)).lean<FileRecord[]>().exec();
   });
   // By the {userId, multihash} index: the unique index cannot serve reads on FerretDB (folders.ts).
   const twinFilter = (f: Pick<FileRecord, 'userId' | 'folderId' | 'name' | 'multihash'>) => ({
@@ -139,11 +140,9 @@ export function createFileStore(conn: Connection) {
       return file?.userId === userId ? file : null;
     },
 
-    /** The user's newest files of the content, at most `limit`, newest first. */
-    ofContent: (userId: string, multihash: string, limit: number) =>
-      limit === 2
-        ? newestTwo(`${userId} ${multihash}`)
-        : Files.find({ userId, multihash }).sort(NEWEST).limit(limit).lean<FileRecord[]>().exec(),
+    /** The user's newest files of the content, at most `limit`, newest first (shared: not to
+     * be modified). */
+    ofContent: (userId: string, multihash: string, limit: number) => newestOf(`${userId} ${multihash} ${limit}`),
 
     countOfContent: (userId: string, multihash: string) => count(Files, { userId, multihash }),
 
