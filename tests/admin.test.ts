@@ -3,7 +3,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
+import { openDatabase } from '../infra/db/index.js';
 import { call, stack, startTestApi, tempDir } from './support/stack.js';
 
 const exec = promisify(execFile);
@@ -12,10 +13,13 @@ let dataDir: string;
 let api: ApiServer;
 
 /** Runs the CLI as an operator would beside `npm start`: only DATA_DIR is given. */
-async function admin(...args: string[]): Promise<{ code: number; out: any; stderr: string }> {
+async function admin(...words: (string | { dataDir: string })[]): Promise<{ code: number; out: any; stderr: string }> {
+  const args = words.filter((w): w is string => typeof w === 'string');
+  const dir = words.find((w): w is { dataDir: string } => typeof w !== 'string')?.dataDir ?? dataDir;
   try {
     const { stdout, stderr } = await exec('npx', ['tsx', 'api/cli/admin.ts', ...args], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dataDir },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATA_DIR: dir },
+      maxBuffer: 16 * 1024 * 1024,
     });
     return { code: 0, out: args.includes('--json') ? JSON.parse(stdout) : stdout, stderr };
   } catch (err) {
@@ -55,9 +59,7 @@ test('users create prints the user and a working API key', async () => {
   expect(again.code).toBe(1);
   expect(again.out.error.reason).toBe('EMAIL_TAKEN');
 
-  // users list shows the user; set-plan changes what the API enforces.
-  const list = await admin('users', 'list', '--json');
-  expect(list.out).toEqual(expect.arrayContaining([expect.objectContaining({ userId: res.out.userId, plan: 'bodhi' })]));
+  // set-plan changes what the API enforces.
   const changed = await admin('users', 'set-plan', '--user', res.out.userId, '--plan', 'karma', '--json');
   expect(changed.out.plan).toBe('karma');
   expect((await call(api, 'GET', '/apikeys', { key: res.out.apiKey })).headers.get('x-ratelimit-limit')).toBe('1800');
@@ -70,10 +72,65 @@ test('users create prints the user and a working API key', async () => {
   const keys2 = await admin('keys', 'list', '--user', res.out.userId, '--json');
   expect(keys2.out.map((k: { keyName: string }) => k.keyName)).toEqual(['Default', 'deploy']);
   expect(JSON.stringify(keys2.out)).not.toContain(key.out.apiKey);
+});
 
-  // Human output without --json.
-  const human = await admin('users', 'list');
-  expect(human.out).toContain(`userId: ${res.out.userId}`);
+test('users list is paged, newest first, and a long page reaches a pipe whole', async () => {
+  // Its own database: the page is then exactly what this test wrote, whatever other suites did.
+  const uri = stack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/stupa_admin_${Date.now()}`);
+  const own = tempDir();
+  fs.writeFileSync(path.join(own, 'stack.json'), JSON.stringify({ endpoints: { mongodbUri: uri } }));
+  fs.writeFileSync(path.join(own, 'master.key'), masterKey);
+  const db = await openDatabase(uri);
+  try {
+    // 1,500 users, a millisecond apart, written as `users create` writes them; page order is
+    // createdAt then id, newest first.
+    const users = Array.from({ length: 1500 }, (_, i) => ({
+      _id: `usr_page${String(i).padStart(12, '0')}`,
+      email: `u${i}@page.test`,
+      name: `U${i}`,
+      plan: 'dharma',
+      createdAt: 1_700_000_000_000 + i,
+      updatedAt: 1_700_000_000_000 + i,
+    }));
+    await db.users.model.insertMany(users);
+    const newestFirst = users.map((u) => u._id).reverse();
+
+    const first = await admin('users', 'list', '--json', { dataDir: own });
+    expect(first.out.users.map((u: { userId: string }) => u.userId)).toEqual(newestFirst.slice(0, 50));
+    expect(first.out.next).toBe(newestFirst[49]);
+
+    // The largest page (a JSON text of some 150 kB, more than a pipe holds) arrives whole.
+    const seen: string[] = [];
+    let next: string | null = first.out.next;
+    seen.push(...first.out.users.map((u: { userId: string }) => u.userId));
+    while (next) {
+      const page = await admin('users', 'list', '--limit', '1000', '--after', next, '--json', { dataDir: own });
+      expect(page.code).toBe(0);
+      seen.push(...page.out.users.map((u: { userId: string }) => u.userId));
+      next = page.out.next;
+    }
+    expect(seen).toEqual(newestFirst);
+
+    const human = await admin('users', 'list', '--limit', '2', { dataDir: own });
+    expect(human.out).toBe(
+      `userId: ${newestFirst[0]}\nemail: u1499@page.test\nname: U1499\nplan: dharma\ncreatedAt: 1700000001499\n\n` +
+        `userId: ${newestFirst[1]}\nemail: u1498@page.test\nname: U1498\nplan: dharma\ncreatedAt: 1700000001498\n\n` +
+        `next page: npm run admin -- users list --after ${newestFirst[1]}\n`,
+    );
+    const last = await admin('users', 'list', '--limit', '2', '--after', newestFirst[1497]!, { dataDir: own });
+    expect(last.out).not.toContain('next page');
+
+    for (const limit of ['0', '1001', 'all']) {
+      const bad = await admin('users', 'list', '--limit', limit, '--json', { dataDir: own });
+      expect({ limit, code: bad.code, reason: bad.out.error.reason }).toEqual({ limit, code: 2, reason: 'INVALID_LIMIT' });
+    }
+    const gone = await admin('users', 'list', '--after', 'usr_nobody', '--json', { dataDir: own });
+    expect(gone.code).toBe(2);
+    expect(gone.out.error.details).toMatch(/user usr_nobody \(the page cursor\) not found/);
+  } finally {
+    await db.connection.dropDatabase().catch(() => undefined);
+    await db.close();
+  }
 });
 
 test('bad usage is exit 2 with a message; unknown plan and user are refused', async () => {

@@ -13,7 +13,8 @@ import { createUser, getUser, listUsers, setPlan } from '../usecases/users.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
   users create --email E --name N [--plan P]   create a user and its first API key
-  users list                                   list users
+  users list [--limit N] [--after ID]          list users, newest first, N a page (default 50,
+                                               at most 1000); the last line names the next page
   users set-plan --user ID --plan P            change a user's plan
   keys create --user ID [--name N] [--expires-in SECONDS]
   keys list --user ID                          list a user's keys (never the full keys)
@@ -69,8 +70,11 @@ async function run(command: string, opts: Options): Promise<unknown> {
         const { user, apiKey, keyPrefix } = await createUser(deps, { email, name: required(opts, 'name'), plan: optional(opts, 'plan') });
         return { ...publicUser(user), apiKey, keyPrefix };
       }
-      case 'users list':
-        return (await listUsers(deps)).map(publicUser);
+      case 'users list': {
+        const limit = opts.limit === undefined ? undefined : Number(opts.limit);
+        const { users, next } = await listUsers(deps, { limit, after: optional(opts, 'after') });
+        return { users: users.map(publicUser), next };
+      }
       case 'users set-plan':
         return publicUser(await setPlan(deps, required(opts, 'user'), required(opts, 'plan')));
       case 'keys create': {
@@ -125,14 +129,28 @@ async function fullSweep(opts: Options): Promise<unknown> {
   }
 }
 
-function printHuman(result: unknown): void {
-  const rows = Array.isArray(result) ? result : [result];
-  for (const row of rows) {
-    for (const [k, v] of Object.entries(row as object))
-      process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`);
-    process.stdout.write('\n');
+const rowsText = (rows: object[]) =>
+  rows
+    .map(
+      (row) =>
+        Object.entries(row)
+          .map(([k, v]) => `${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`)
+          .join('') + '\n',
+    )
+    .join('');
+
+/** `key: value` lines, a blank line between records; a page ends with how to get the next. */
+function humanText(result: unknown, command: string): string {
+  if (result && typeof result === 'object' && 'next' in result && 'users' in result) {
+    const page = result as { users: object[]; next: string | null };
+    return rowsText(page.users) + (page.next ? `next page: npm run admin -- ${command} --after ${page.next}\n` : '');
   }
+  return rowsText(Array.isArray(result) ? result : [result as object]);
 }
+
+// process.exit does not wait for a pipe to take what was written: a long listing piped to
+// another program was cut short. Exit only once stdout has taken it all.
+const print = (text: string) => new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -145,22 +163,24 @@ async function main(): Promise<number> {
       plan: { type: 'string' },
       user: { type: 'string' },
       'expires-in': { type: 'string' },
+      limit: { type: 'string' },
+      after: { type: 'string' },
       full: { type: 'boolean' },
     },
   });
   if (values.help) {
-    process.stdout.write(`${usage}\n`);
+    await print(`${usage}\n`);
     return 0;
   }
-  const result = await run(positionals.join(' '), values);
-  if (values.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else printHuman(result);
+  const command = positionals.join(' ');
+  const result = await run(command, values);
+  await print(values.json ? `${JSON.stringify(result, null, 2)}\n` : humanText(result, command));
   return 0;
 }
 
 main().then(
   (code) => process.exit(code),
-  (thrown: unknown) => {
+  async (thrown: unknown) => {
     const parseError = String((thrown as { code?: string }).code).startsWith('ERR_PARSE_ARGS');
     const err = parseError ? new UsageError((thrown as Error).message) : (asStupaError(thrown) ?? (thrown as Error));
     const [reason, message] =
@@ -171,7 +191,7 @@ main().then(
           : err instanceof StupaError
             ? [err.reason, err.details]
             : ['ERROR', err.message];
-    if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: { reason, details: message } })}\n`);
+    if (process.argv.includes('--json')) await print(`${JSON.stringify({ error: { reason, details: message } })}\n`);
     process.stderr.write(`stupa admin: ${message}\n`);
     process.exit(EXIT_CODES.find(([type]) => err instanceof type)?.[1] ?? 1);
   },

@@ -1,6 +1,7 @@
 // User use-cases. There is no sign-up endpoint: operators create users with the admin CLI.
 import type { User } from '../../infra/db/users.js';
 import { createApiKey, type ApiKeyDeps } from './apikeys.js';
+import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
 import { Conflict, InvalidInput, NotFound } from './errors.js';
 
 function checkPlan(deps: ApiKeyDeps, plan: string): string {
@@ -29,8 +30,24 @@ export async function getUser(deps: ApiKeyDeps, userId: string): Promise<User> {
   return user;
 }
 
-/** Every user, oldest first: an operator's listing, not a request path. */
-export const listUsers = (deps: ApiKeyDeps): Promise<User[]> => deps.db.users.list();
+/**
+ * A page of users, newest first, and the cursor of the next page (null after the last): an
+ * operator's listing, paged like an API list so that it costs the same at a million users.
+ */
+export async function listUsers(
+  deps: ApiKeyDeps,
+  page: { limit?: number; after?: string },
+): Promise<{ users: User[]; next: string | null }> {
+  const limit = page.limit ?? LIST_DEFAULT_LIMIT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX_LIMIT)
+    throw new InvalidInput(`limit must be an integer from 1 to ${LIST_MAX_LIMIT}`, 'INVALID_LIMIT');
+  // One more than asked says whether there is a next page.
+  const users = await deps.db.users.list(limit + 1, page.after);
+  if (users === null) throw new NotFound(`user ${page.after} (the page cursor)`);
+  const more = users.length > limit;
+  if (more) users.pop();
+  return { users, next: more ? users[users.length - 1]!._id : null };
+}
 
 export async function setPlan(deps: ApiKeyDeps, userId: string, plan: string): Promise<User> {
   checkPlan(deps, plan);

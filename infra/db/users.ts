@@ -4,6 +4,7 @@ import { randomBase62 } from '../secrets.js';
 import { AUTH_MEMORY_MS } from '../constants.js';
 import { rememberReads } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
+import { after } from './pages.js';
 import { createGatewaySlugStore } from './gateway-slugs.js';
 
 /** Who may use the user's gateway. Stored on the user with these defaults; the gateway issue
@@ -43,6 +44,8 @@ const schema = new Schema<User>(
   },
   { versionKey: false },
 );
+// The operator's list, newest first, a page at a time (api/cli/admin.ts).
+schema.index({ createdAt: -1, _id: -1 });
 
 export function createUserStore(conn: Connection) {
   const Users: Model<User> = conn.model<User>('User', schema, 'users');
@@ -95,7 +98,17 @@ export function createUserStore(conn: Connection) {
     /** Read at most once per AUTH_MEMORY_MS (by-id.ts): every request reads its user. */
     get: byId.get,
 
-    list: () => Users.find().sort({ createdAt: 1 }).lean<User[]>().exec(),
+    /** Newest first, at most `limit`; `after` is the previous page's last user (null when that
+     * user is gone: the caller cannot continue from it). */
+    async list(limit: number, afterUserId?: string): Promise<User[] | null> {
+      let filter = {};
+      if (afterUserId) {
+        const last = await Users.findById(afterUserId, { createdAt: 1 }).lean<Pick<User, '_id' | 'createdAt'>>().exec();
+        if (!last) return null;
+        filter = after('createdAt', { at: last.createdAt, id: last._id });
+      }
+      return Users.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit).lean<User[]>().exec();
+    },
 
     async setPlan(userId: string, plan: string): Promise<User | null> {
       const user = await Users.findByIdAndUpdate(userId, { $set: { plan, updatedAt: Date.now() } }, { returnDocument: 'after' })
