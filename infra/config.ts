@@ -157,7 +157,7 @@ function gatewaySettings(port: number, publicUrl: string | undefined): Config['g
 
 /** KUBO_GATEWAY_URL, the local stack's Kubo gateway, or else Kubo's default gateway port (8080)
  * on KUBO_API_URL's host. */
-function kuboGateway(given: string | undefined, stacks: string | undefined, apiUrl: string): string {
+export function kuboGateway(given: string | undefined, stacks: string | undefined, apiUrl: string): string {
   if (given ?? stacks) return (given ?? stacks)!.replace(/\/+$/, '');
   if (!apiUrl) return '';
   const url = new URL(apiUrl);

@@ -53,3 +53,28 @@ export function createKuboGateway(baseUrl: string): KuboGateway {
     close: () => agent.destroy(),
   };
 }
+
+/** The identity CID of no bytes: every IPFS gateway can answer it without reading a block. */
+const EMPTY_IDENTITY_CID = 'bafkqaaa';
+
+/**
+ * Throws unless `baseUrl` answers as an IPFS gateway within `timeoutMs`: HEAD of a CID that
+ * needs no block is 200 with `X-Ipfs-Path`. Something else on the port (a wrong address, say
+ * Kubo's default :8080 beside an external Kubo whose gateway is elsewhere) fails by name,
+ * instead of every read answering 503 later.
+ */
+export async function checkKuboGateway(baseUrl: string, timeoutMs: number): Promise<void> {
+  if (!baseUrl) throw new Error('no Kubo gateway address (KUBO_GATEWAY_URL)');
+  const base = new URL(baseUrl);
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = http.request(
+      { host: base.hostname, port: base.port, method: 'HEAD', path: `/ipfs/${EMPTY_IDENTITY_CID}`, signal: AbortSignal.timeout(timeoutMs) },
+      resolve,
+    );
+    req.on('error', reject);
+    req.end();
+  });
+  res.resume();
+  if (res.statusCode !== 200 || !res.headers['x-ipfs-path'])
+    throw new Error(`${base.origin} does not answer as an IPFS gateway (HEAD /ipfs/${EMPTY_IDENTITY_CID}: ${res.statusCode})`);
+}

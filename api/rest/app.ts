@@ -7,6 +7,7 @@ import express, { type Express } from 'express';
 import { requestLog } from '../http.js';
 import { checkCluster, type ClusterClient } from '../../infra/cluster.js';
 import { checkKubo } from '../../infra/kubo.js';
+import { checkKuboGateway } from '../../infra/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import { projectRoot } from '../../infra/paths.js';
 import type { Temporal } from '../../infra/temporal/client.js';
@@ -57,6 +58,8 @@ export function createApp(deps: AppDeps): Express {
         mongodb: () => db.ping(),
         temporal: (ms) => deps.temporal.check(ms),
         kubo: (ms) => checkKubo(deps.kubo, ms),
+        // The gateway and S3 read content from Kubo's gateway, not its RPC API.
+        kuboGateway: (ms) => checkKuboGateway(config.kubo.gatewayUrl, ms),
         cluster: (ms) => checkCluster(deps.cluster, ms),
       },
       metrics.registry,

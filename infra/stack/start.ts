@@ -18,7 +18,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { masterKeyFile } from '../config.js';
+import { kuboGateway, masterKeyFile } from '../config.js';
+import { checkKuboGateway } from '../kubo-gateway.js';
 import {
   DEFAULT_API_HOST,
   DEFAULT_API_PORT,
@@ -28,6 +29,7 @@ import {
   DEFAULT_S3_DOMAIN,
   DEFAULT_S3_PORT,
   DEFAULT_STACK_PORT_BASE,
+  READY_CHECK_TIMEOUT_MS,
 } from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
@@ -143,6 +145,12 @@ async function main(): Promise<void> {
     process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT}`;
   const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${process.env.S3_PORT || DEFAULT_S3_PORT}`;
   if (!stackOnly) {
+    // Reads of content go to Kubo's gateway, not its API: a wrong address would start a
+    // service whose every read is 503, so it stops here, by name.
+    const gateway = kuboGateway(env.KUBO_GATEWAY_URL, undefined, endpoints.kuboApiUrl);
+    await checkKuboGateway(gateway, READY_CHECK_TIMEOUT_MS).catch((err: Error) => {
+      throw new Error(`Kubo's gateway: ${err.message}; set KUBO_GATEWAY_URL to the gateway of the Kubo at ${endpoints.kuboApiUrl}`);
+    });
     const worker = runService('worker', 'workers/main.ts', env);
     const api = runService('api', 'api/main.ts', env);
     services.push(worker, api);
