@@ -25,7 +25,7 @@ import { tryParseCid } from '../infra/cid.js';
 import { HOLD_CHANGE_PAGE, HOLD_CHANGE_RETAIN_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
 import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 export function createHoldActivities(deps: ActivityDeps) {
   const { db, cluster, jobs } = deps;

@@ -2,7 +2,7 @@
 // again with the same sequence and a new validity. Publishes are the API's (api/usecases/ipns.ts).
 import { IPNS_STORE_TIMEOUT_MS } from '../infra/constants.js';
 import { storeIpnsRecord } from '../infra/ipns.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 export function createIpnsActivities(deps: ActivityDeps) {
   const { db, kubo, config } = deps;

@@ -4,7 +4,7 @@
 import { Context } from '@temporalio/activity';
 import { assembleUpload, cleanAbandonedUploads, commitUpload, dropCompletedParts } from '../api/usecases/s3/multipart.js';
 import type { AssembledFile } from '../infra/unixfs-file.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 export function createMultipartActivities(deps: ActivityDeps) {
   return {

@@ -9,7 +9,7 @@ import { announceHoldChange } from '../infra/hold-sync.js';
 import { contentSize as kuboContentSize } from '../infra/kubo.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from '../infra/hold-sync.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 /** Which request: its record's `_id` and its request ID (a later request may reuse the `_id`). */
 export interface PinRef {

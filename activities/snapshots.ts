@@ -19,7 +19,7 @@ import { announceHoldChange } from '../infra/hold-sync.js';
 import { importCarStream } from '../infra/kubo.js';
 import { buildTree, cumulativeSize, type Block } from '../infra/unixfs.js';
 import { LINKED_SIGNAL, snapshotJob, type SnapshotInput, type SnapshotProgress } from '../infra/temporal/contracts/snapshots.js';
-import type { ActivityDeps } from './index.js';
+import type { ActivityDeps } from './deps.js';
 
 /** Files whose sizes are looked up between two progress reports. */
 const REPORT_EVERY = 1000;

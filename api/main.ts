@@ -4,7 +4,7 @@
 import { loadConfig } from '../infra/config.js';
 import { ConfigError } from '../infra/errors.js';
 import { createLogger } from '../infra/logger.js';
-import { startApiServer } from './rest/server.js';
+import { startApiServer } from './server.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();

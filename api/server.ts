@@ -1,17 +1,17 @@
 // Starts the API process's surfaces, each on its own port (the REST API, the gateway, S3), with the
 // connections they share, and stops them gracefully.
-import type { Config } from '../../infra/config.js';
-import { createClusterClient } from '../../infra/cluster.js';
-import { openDatabase } from '../../infra/db/index.js';
-import { migrateFileIds } from '../../infra/db/files-migration.js';
-import { createKubo } from '../../infra/kubo.js';
-import type { Logger } from '../../infra/logger.js';
-import { createTemporal } from '../../infra/temporal/client.js';
-import { createJobs } from '../../infra/temporal/jobs.js';
-import { startGateway } from '../gateway/server.js';
-import { startS3 } from '../s3/server.js';
-import { listen } from '../listen.js';
-import { createApp, type AppDeps } from './app.js';
+import type { Config } from '../infra/config.js';
+import { createClusterClient } from '../infra/cluster.js';
+import { openDatabase } from '../infra/db/index.js';
+import { migrateFileIds } from '../infra/db/files-migration.js';
+import { createKubo } from '../infra/kubo.js';
+import type { Logger } from '../infra/logger.js';
+import { createTemporal } from '../infra/temporal/client.js';
+import { createJobs } from '../infra/temporal/jobs.js';
+import { startGateway } from './gateway/server.js';
+import { startS3 } from './s3/server.js';
+import { listen } from './listen.js';
+import { createApp, type AppDeps } from './rest/app.js';
 
 export interface ApiServer {
   url: string;

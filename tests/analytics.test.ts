@@ -5,7 +5,7 @@
 // leaves the count only with its last holder.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { utcDay } from '../infra/db/activity.js';
 import { collect, bytes, kubo, MiB } from './support/content.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';

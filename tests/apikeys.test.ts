@@ -1,4 +1,4 @@
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { AUTH_MEMORY_MS } from '../infra/constants.js';
 import { digest, unseal } from '../infra/secrets.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';

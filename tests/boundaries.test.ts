@@ -2,6 +2,9 @@
 // project's own configuration, as `npm run lint` does, on imports that cross each boundary
 // (each must be refused) and on the imports each layer is allowed (each must pass).
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -64,4 +67,29 @@ test('every import across a layer boundary is refused by the lint rules, and all
   allowed.forEach(([file, code], i) => {
     expect({ file, code, messages: results[refused.length + i] }).toEqual({ file, code, messages: [] });
   });
+}, 60_000);
+
+/** dpdm's circles among `patterns` (relative to `cwd`), type-only imports included. */
+async function importCircles(cwd: string, patterns: string[]): Promise<string[]> {
+  const bin = path.join(process.cwd(), 'node_modules', '.bin', 'dpdm');
+  const { stdout } = await exec(bin, ['--no-warning', '--no-tree', '--no-progress', ...patterns], { cwd, maxBuffer: 10 * 1024 * 1024 });
+  return [...stdout.matchAll(/^\s*\d+\) (.+)$/gm)].map((m) => m[1]!);
+}
+
+// A module that imports one that imports it back (even for a type) makes the order of
+// evaluation matter and the two one piece: the house rule is none.
+test('no module imports one that imports it back', async () => {
+  // The check itself sees a circle: two modules that import each other (one by type only).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-circle-'));
+  fs.writeFileSync(path.join(dir, 'a.ts'), `import { b } from './b.js';\nexport const a = () => b;\nexport type A = string;\n`);
+  fs.writeFileSync(path.join(dir, 'b.ts'), `import type { A } from './a.js';\nexport const b: A = 'b';\n`);
+  // The `.js` of an import names a `.ts` file under NodeNext resolution, which dpdm reads from tsconfig.json.
+  fs.writeFileSync(
+    path.join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext' } }),
+  );
+  expect(await importCircles(dir, ['*.ts'])).toEqual([expect.stringMatching(/^(a\.ts -> b\.ts|b\.ts -> a\.ts)$/)]);
+
+  const layers = ['api', 'activities', 'workers', 'workflows', 'infra', 'scripts', 'tests'].map((dir) => `${dir}/**/*.ts`);
+  expect(await importCircles(process.cwd(), layers)).toEqual([]);
 }, 60_000);

@@ -13,7 +13,7 @@ import { base58btc } from 'multiformats/bases/base58';
 import * as raw from 'multiformats/codecs/raw';
 import { sha256 } from 'multiformats/hashes/sha2';
 import pLimit from 'p-limit';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { TWIN_INDEX, TWIN_INDEX_NAME, type FileRecord } from '../infra/db/files.js';

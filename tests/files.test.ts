@@ -1,4 +1,4 @@
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, newestFile, startTestApi, type TestUser } from './support/stack.js';
 import { CID } from 'multiformats/cid';

@@ -1,6 +1,6 @@
 // Folders: CRUD, tenancy, sibling names, moves without cycles, and deletes that release the
 // holds inside through the reference-counted unpin (checked in Cluster).
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 import { cluster } from './support/content.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';

@@ -3,7 +3,7 @@
 // (headless Chromium) where CORS is the browser's own rule.
 import http from 'node:http';
 import type { Browser } from 'playwright-core';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { launchBrowser, serveOrigin } from './support/browser.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 

@@ -3,7 +3,7 @@
 // behaviour (ranges, ETags, directories, trustless formats), and nothing else.
 import http from 'node:http';
 import { CarBlockIterator } from '@ipld/car';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { collect, kubo } from './support/content.js';
 import { startSecondNode } from './support/second-node.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';

@@ -3,7 +3,7 @@
 // round that unpins it; with Cluster unreachable the change falls back to its sync workflow;
 // the change log's appends share writes and each is stored when its caller goes on.
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { createClusterClient } from '../infra/cluster.js';
 import { newFileId } from '../infra/db/files.js';

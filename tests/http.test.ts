@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { base36 } from 'multiformats/bases/base36';
 import sharp from 'sharp';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { ConfigError } from '../infra/errors.js';
 import { kubo, multipart, postStream } from './support/content.js';

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { readIpnsRecord } from '../infra/ipns.js';
 import { startKubo, type KuboNode } from '../infra/stack/kubo.js';
 import { freePorts } from '../infra/stack/ports.js';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { readIpnsRecord, storeIpnsRecord } from '../infra/ipns.js';
 import { createKubo } from '../infra/kubo.js';

@@ -4,7 +4,7 @@
 // real answers of the running API valid against the schemas documented for their status.
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createApp } from '../api/rest/app.js';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { call, createUser, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { testTaskQueue } from './support/worker.js';
 import { ajv, compile, deref, doc, pointerGet, walk } from './support/openapi.js';

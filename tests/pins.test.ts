@@ -1,5 +1,5 @@
 import proto from '@temporalio/proto';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo } from './support/content.js';

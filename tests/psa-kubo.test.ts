@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { createKubo, type Kubo } from '../infra/kubo.js';
 import { binaryPath } from '../infra/stack/binaries.js';
 import { startKubo, type KuboNode } from '../infra/stack/kubo.js';

@@ -2,7 +2,7 @@
 // property it does not define), 202s, Failure bodies and 401s, every filter, pagination by
 // `before` over pins created in the same millisecond, replace, delete, tenancy, and the same
 // holds as /pin. Kubo's own client is in psa-kubo.test.ts.
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { kubo } from './support/content.js';
 import { call, createUser, errorReason, startTestApi, type Reply, type TestUser } from './support/stack.js';

@@ -2,7 +2,7 @@
 // must leave it pinned in Cluster exactly when somebody holds it.
 import pLimit from 'p-limit';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { syncJob } from '../infra/temporal/contracts/holds.js';

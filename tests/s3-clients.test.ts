@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { CreateBucketCommand, GetObjectCommand, PutBucketCorsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Browser } from 'playwright-core';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { cacheDir } from '../infra/stack/binaries.js';
 import { launchBrowser, serveOrigin } from './support/browser.js';
 import { collect, kubo } from './support/content.js';

@@ -18,7 +18,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { cleanAbandonedUploads } from '../api/usecases/s3/multipart.js';
 import { bytes, collect, kuboCid, MiB } from './support/content.js';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';

@@ -23,8 +23,8 @@ import {
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { authenticate, type Authenticated } from '../api/s3/auth.js';
 import { decodeBody, readSmallBody, type BodyResult } from '../api/s3/body.js';
-import { asS3Error, errorXml, S3Error } from '../api/s3/errors.js';
-import { parseXml, toXml } from '../api/s3/xml.js';
+import { asS3Error, S3Error } from '../api/s3/errors.js';
+import { errorXml, parseXml, toXml } from '../api/s3/xml.js';
 
 const KEY_ID = 'STUPATESTKEY';
 const SECRET = 'test/secret+key=42';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { addTree } from './support/content.js';
 import { bucketName, s3Client } from './support/s3.js';
 import { call, createUser, startTestApi, tempDir, type TestUser } from './support/stack.js';

@@ -21,7 +21,7 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { cluster } from './support/content.js';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';

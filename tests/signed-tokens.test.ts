@@ -3,7 +3,7 @@
 // revocation, folder), what the owner sees, and the plan's limit.
 import { Readable } from 'node:stream';
 import sharp from 'sharp';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { bytes, kubo, kuboCid, MiB, multipart } from './support/content.js';
 import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';

@@ -2,7 +2,7 @@
 // (headless Chromium): the preflight for `Authorization` passes, the answer is readable, and
 // so is a refusal. The browser enforces CORS; nothing here can pretend it did.
 import type { Browser } from 'playwright-core';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { collect, kubo } from './support/content.js';
 import { launchBrowser, serveOrigin } from './support/browser.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pLimit from 'p-limit';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { newFileId } from '../infra/db/files.js';
 import { readStackFile } from '../infra/stack/stack-file.js';

@@ -4,7 +4,7 @@
 // comparison stays available to operators: `npm run admin -- sweep --full`.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
 import { HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';

@@ -1,4 +1,4 @@
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo, kuboCid, MiB, multipart, postStream } from './support/content.js';

@@ -1,7 +1,7 @@
 // Storage use is a per-user counter (infra/db/usage.ts): concurrent uploads of one account can
 // neither pass the quota together nor be refused for one another, and every upload, replace,
 // delete, pin and unpin leaves the counter equal to the sum of the user's records.
-import type { ApiServer } from '../api/rest/server.js';
+import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { newFileId } from '../infra/db/files.js';

@@ -16,7 +16,7 @@ export async function startGateway(deps: Pick<UseCaseDeps, 'db' | 'config'> & { 
   const bandwidth = createBandwidthMeter(deps.db);
   const app = createGatewayHandler({ ...deps, kuboGateway, bandwidth, held: createHeldMemory(deps.db) });
   const listening = await listen(app, config.api.host, config.gateway.port, config.shutdownTimeoutMs);
-  // Mutates the process's own copy of the configuration (rest/server.ts): the address is known now.
+  // Mutates the process's own copy of the configuration (api/server.ts): the address is known now.
   config.gateway.publicUrl ??= `http://${config.gateway.domain}:${listening.port}`;
   return {
     ...listening,

@@ -8,13 +8,12 @@
 //                                          headers go on the answer (Content-Range of a 416)
 //   asS3Error(err): S3Error                anything else becomes InternalError (its text is
 //                                          not shown to the client; it stays the cause)
-//   errorXml(err, resource, requestId)     `<Error><Code/><Message/>…<Resource/><RequestId/></Error>`
+//   (the error document of an S3Error is xml.ts's errorXml)
 //
 // Two codes are ours, as S3 has none for them: QuotaExceeded (403, as Ceph RGW answers a full
 // quota: a final refusal, which SDKs do not retry) for the account's storage quota, and the
 // request rate uses S3's own SlowDown (503), which every SDK retries with backoff (a 429 is
 // also retried by the JS SDK, but not by every client).
-import { toXml } from './xml.js';
 
 const CODES = {
   AccessDenied: [403, 'Access Denied'],
@@ -102,10 +101,4 @@ export class S3Error extends Error {
 
 export function asS3Error(err: unknown): S3Error {
   return err instanceof S3Error ? err : new S3Error('InternalError', undefined, {}, {}, { cause: err });
-}
-
-/** S3's error document. `resource` is the request's path (bucket and key as the client sent them). */
-export function errorXml(err: unknown, resource: string, requestId: string): string {
-  const error = asS3Error(err);
-  return toXml('Error', { Code: error.code, Message: error.message, ...error.fields, Resource: resource, RequestId: requestId });
 }

@@ -5,7 +5,8 @@ import type { Logger } from '../../infra/logger.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { listen, type Listening } from '../listen.js';
 import { createS3Handler } from './app.js';
-import { errorXml, S3Error } from './errors.js';
+import { S3Error } from './errors.js';
+import { errorXml } from './xml.js';
 
 export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<Listening> {
   const { config } = deps;
@@ -18,7 +19,7 @@ export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<L
   // `Expect: 100-continue` is answered by the handler once the signature holds (app.ts), so a
   // refused upload's body is never sent.
   const listening = await listen(app, config.api.host, config.s3.port, config.shutdownTimeoutMs, xmlClientError, true);
-  // The process's own copy of the configuration (rest/server.ts): the address is known now.
+  // The process's own copy of the configuration (api/server.ts): the address is known now.
   config.s3.publicUrl ??= `http://${config.s3.domain}:${listening.port}`;
   return {
     ...listening,

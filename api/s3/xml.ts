@@ -13,8 +13,10 @@
 //     begin or end with spaces). The elements named by `arrayPaths` (dotted from the root,
 //     `CompleteMultipartUpload.Part`) are always arrays, even with one element.
 //     Not well-formed, or with a DTD: MalformedXML. Over maxBytes (1 MiB): EntityTooLarge.
+//   errorXml(err, resource, requestId): string
+//     `<Error><Code/><Message/>…<Resource/><RequestId/></Error>` of any error (asS3Error).
 import { XMLBuilder, XMLParser, XMLValidator } from 'fast-xml-parser';
-import { S3Error } from './errors.js';
+import { asS3Error, S3Error } from './errors.js';
 
 export const S3_NAMESPACE = 'http://s3.amazonaws.com/doc/2006-03-01/';
 const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
@@ -115,4 +117,10 @@ export function parseXml(text: string | Buffer, arrayPaths: readonly string[] = 
   }
   if (typeof document !== 'object' || document === null || Object.keys(document).length !== 1) throw new S3Error('MalformedXML');
   return document as Record<string, unknown>;
+}
+
+/** S3's error document. `resource` is the request's path (bucket and key as the client sent them). */
+export function errorXml(err: unknown, resource: string, requestId: string): string {
+  const error = asS3Error(err);
+  return toXml('Error', { Code: error.code, Message: error.message, ...error.fields, Resource: resource, RequestId: requestId });
 }

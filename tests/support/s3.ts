@@ -2,7 +2,7 @@
 // aws-chunked bodies with a CRC32 trailer), pointed at a test API's S3 port, with an API key
 // as credentials (access key id = keyPrefix, secret = the full key).
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
-import type { ApiServer } from '../../api/rest/server.js';
+import type { ApiServer } from '../../api/server.js';
 import type { TestUser } from './stack.js';
 
 export function s3Client(api: ApiServer, user: TestUser, overrides: Partial<S3ClientConfig> = {}): S3Client {

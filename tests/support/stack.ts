@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createApiKey } from '../../api/usecases/apikeys.js';
-import { startApiServer, type ApiServer } from '../../api/rest/server.js';
+import { startApiServer, type ApiServer } from '../../api/server.js';
 import { loadConfig, type Config } from '../../infra/config.js';
 import { createLogger } from '../../infra/logger.js';
 

@@ -7,7 +7,7 @@ import { S3_BUCKETS_MAX } from '../../../infra/constants.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { Conflict, Forbidden, InvalidInput, LimitReached, NotFound, StupaError } from '../errors.js';
 import { createFolder, deleteFolder } from '../folders.js';
-import { abortUpload } from './multipart.js';
+import { abortUpload } from './parts.js';
 
 type BucketDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo'>;
 export type { BucketRecord };

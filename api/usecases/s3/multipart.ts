@@ -24,6 +24,7 @@ import { InvalidInput, NotFound, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
 import { objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
+import { abortUpload, allParts, releaseParts } from './parts.js';
 
 export type { MultipartUploadRecord, PartRecord, MultipartResult };
 type MultipartDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
@@ -163,18 +164,6 @@ export async function listUploads(
 }
 
 /** Every part of the upload, in number order (at most 10,000). */
-async function allParts(deps: Pick<UseCaseDeps, 'db'>, uploadId: string): Promise<PartRecord[]> {
-  const parts: PartRecord[] = [];
-  for (
-    let page = await deps.db.multipart.listParts(uploadId, 0, 1000);
-    page.length > 0;
-    page = await deps.db.multipart.listParts(uploadId, page.at(-1)!.partNumber, 1000)
-  ) {
-    parts.push(...page);
-  }
-  return parts;
-}
-
 export interface ListedPart {
   partNumber: number;
   etag: string;
@@ -250,27 +239,6 @@ export async function abortMultipart(
 ): Promise<void> {
   const upload = await ownUpload(deps, caller, target.bucket, target.key, target.uploadId, ['open', 'aborted']);
   if (!(await abortUpload(deps, upload))) throw noSuchUpload();
-}
-
-/** Aborts an open upload (false if it is completing or completed). Repeating it finishes it. */
-export async function abortUpload(deps: Pick<UseCaseDeps, 'db' | 'kubo'>, upload: MultipartUploadRecord): Promise<boolean> {
-  if (!(await deps.db.multipart.transition(upload._id, ['open', 'aborted'], 'aborted'))) return false;
-  await releaseParts(deps, upload, []);
-  await deps.db.multipart.deleteUpload(upload._id);
-  return true;
-}
-
-/**
- * Deletes the upload's part records and unlinks their bytes. Each part's reservation is given
- * back by whoever deletes its record, except the `kept` ones: the object's hold took theirs.
- */
-async function releaseParts(deps: Pick<UseCaseDeps, 'db' | 'kubo'>, upload: MultipartUploadRecord, kept: number[]): Promise<void> {
-  const keep = new Set(kept);
-  for (const part of await allParts(deps, upload._id)) {
-    const removed = await deps.db.multipart.deletePart(part._id);
-    if (removed && !keep.has(removed.partNumber)) await deps.db.usage.add(upload.userId, { used: -removed.size });
-  }
-  await dropParts(deps.kubo, upload._id);
 }
 
 // ---- The steps of the completion job (activities/multipart.ts) ----
