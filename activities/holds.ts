@@ -78,7 +78,7 @@ export function createHoldActivities(deps: ActivityDeps) {
      * before its signal, infra/hold-sync.ts), and asks the sync workflow of each one whose
      * Cluster pin does not match its holds to run. It repairs what a lost signal (Temporal
      * down right after a hold changed) would leave behind, in work proportional to the
-     * changes, not to all content. `resyncEverything` is the full comparison.
+     * changes, not to all content. The audit (activities/audit/) is the full comparison.
      *
      * Each changed CID costs a read of its holds and one Cluster lookup of that CID, and only
      * a difference costs a signal. Signalling every changed CID instead would be simpler but
@@ -108,27 +108,6 @@ export function createHoldActivities(deps: ActivityDeps) {
       await db.holdChanges.advance(upTo);
       await db.holdChanges.deleteBefore(upTo - HOLD_CHANGE_RETAIN_MS);
       return { checked: seen.size, resynced };
-    },
-
-    /**
-     * The full comparison, an operator's tool (`npm run admin -- sweep --full`): every held
-     * multihash against every pin of Cluster's (this service's), and a sync for each
-     * difference. It reads all holds and all of Cluster's pins, so it is not scheduled; it
-     * repairs what the change log cannot show (content changed before the log existed).
-     */
-    async resyncEverything(): Promise<{ checked: number; resynced: number }> {
-      const [held, pinned] = await Promise.all([db.holds.heldContent(), cluster.allocations()]);
-      const ours = new Map<string, string>();
-      for (const pin of pinned) {
-        const parsed = pin.metadata?.service === PIN_METADATA.service ? tryParseCid(pin.cid) : undefined;
-        if (parsed) ours.set(parsed.multihash, pin.cid);
-      }
-      const differing = [
-        ...[...held].filter(([multihash]) => !ours.has(multihash)),
-        ...[...ours].filter(([multihash]) => !held.has(multihash)),
-      ];
-      for (const [multihash, cid] of differing) await requestSync(jobs, multihash, cid);
-      return { checked: new Set([...held.keys(), ...ours.keys()]).size, resynced: differing.length };
     },
   };
 }

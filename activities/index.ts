@@ -2,6 +2,7 @@
 // the worker owns (temporalio/samples-typescript style). Workflows import only the *type*
 // of what this returns.
 import type { ActivityDeps } from './deps.js';
+import { createAuditActivities } from './audit/index.js';
 import { createHoldActivities } from './holds.js';
 import { createIpnsActivities } from './ipns.js';
 import { createMultipartActivities } from './multipart.js';
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSnapshotActivities(deps),
     ...createIpnsActivities(deps),
     ...createMultipartActivities(deps),
+    ...createAuditActivities(deps),
   };
 }
 

@@ -5,7 +5,7 @@
 // one pin exists, because Cluster v1 streams lists as NDJSON while the package parses one
 // JSON document, and it reports errors as `[object Object]`. The REST calls needed are few.
 
-import { httpCall } from './http-call.js';
+import { httpCall, httpLines } from './http-call.js';
 
 export class ClusterError extends Error {
   constructor(
@@ -64,8 +64,14 @@ export interface ClusterClient {
   status(cid: string, options?: { signal?: AbortSignal }): Promise<GlobalPinInfo>;
   /** Retries pins in `pin_error`. */
   recover(cid: string): Promise<void>;
-  /** Every pin in the shared state (Cluster streams the list as NDJSON). */
+  /** Every pin in the shared state, all at once: for small clusters (tests). */
   allocations(): Promise<Allocation[]>;
+  /** Every pin in the shared state, one at a time as Cluster streams them (NDJSON). */
+  eachAllocation(signal?: AbortSignal): AsyncIterable<Allocation>;
+  /** The global status of every pin in one of `filter`'s states (e.g. `error`,
+   * `unexpectedly_unpinned`), as Cluster streams them: Cluster compares its state with each
+   * peer's IPFS node to tell. */
+  eachStatus(filter: string[], signal?: AbortSignal): AsyncIterable<GlobalPinInfo>;
   /** The pin of this CID in the shared state; null when Cluster does not pin it. */
   allocation(cid: string, options?: { signal?: AbortSignal }): Promise<Allocation | null>;
 }
@@ -129,6 +135,15 @@ export function createClusterClient(apiUrl: string): ClusterClient {
 
     async allocations() {
       return readNdjson<Allocation>(await request('GET', '/allocations?filter=pin'));
+    },
+
+    async *eachAllocation(signal) {
+      for await (const line of httpLines(new URL(`${base}/allocations?filter=pin`), signal)) yield JSON.parse(line) as Allocation;
+    },
+
+    async *eachStatus(filter, signal) {
+      const url = new URL(`${base}/pins?filter=${encodeURIComponent(filter.join(','))}`);
+      for await (const line of httpLines(url, signal)) yield JSON.parse(line) as GlobalPinInfo;
     },
 
     async allocation(cid, options = {}) {

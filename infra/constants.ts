@@ -187,3 +187,10 @@ export const GATEWAY_SLUG_LENGTH = 12;
 export const SLUG_MEMORY_MS = 60_000;
 export const CHUNK_BYTES = 1_048_576; // the profile's chunker (UNIXFS_ADD_OPTIONS), for files assembled from parts (infra/unixfs-file.ts)
 export const MAX_FILE_LINKS = 1024; // and its max-file-links
+
+/** Records an audit reads a page at a time, and Cluster or Kubo lookups it has in flight. */
+export const AUDIT_PAGE = 500;
+export const AUDIT_CONCURRENCY = 16;
+/** A count that differs is looked at again after this long before it is reported: a write in
+ * flight (a reservation, a record whose count is being stepped) is not a disagreement. */
+export const AUDIT_SECOND_LOOK_MS = 1000;

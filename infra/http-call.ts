@@ -5,6 +5,7 @@
 // which counts where every upload makes one (infra/hold-sync.ts).
 import http from 'node:http';
 import https from 'node:https';
+import readline from 'node:readline';
 
 export interface CallOptions {
   method: string;
@@ -27,4 +28,30 @@ export function httpCall(url: URL, { method, headers, signal, send }: CallOption
     if (send) send(req, reject);
     else req.end();
   });
+}
+
+/**
+ * The lines of a GET's answer, as they arrive: for lists a server streams (Cluster's NDJSON),
+ * so that a caller holds one line at a time however long the list. A status other than 2xx
+ * throws with the answer's text.
+ */
+export async function* httpLines(url: URL, signal?: AbortSignal): AsyncGenerator<string> {
+  const transport = url.protocol === 'https:' ? https : http;
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    const req = transport.request(url, { method: 'GET', signal }, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+  if ((res.statusCode ?? 0) < 200 || (res.statusCode ?? 0) >= 300) {
+    const parts: Buffer[] = [];
+    for await (const part of res) parts.push(part as Buffer);
+    throw new Error(`GET ${url.pathname}: ${res.statusCode} ${Buffer.concat(parts).toString('utf8')}`.trim());
+  }
+  const lines = readline.createInterface({ input: res, crlfDelay: Infinity });
+  try {
+    for await (const line of lines) if (line.trim() !== '') yield line;
+  } finally {
+    lines.close();
+    res.destroy();
+  }
 }

@@ -9,6 +9,7 @@ import type { Kubo } from './kubo.js';
 const MFS_ROOT = '/stupa/multipart';
 
 const uploadDir = (uploadId: string) => `${MFS_ROOT}/${uploadId}`;
+const missing = (err: unknown) => /not exist|no link|file does not exist/i.test((err as Error).message);
 
 /** Links `cid` at the upload's part, replacing what was there. */
 export async function keepPart(kubo: Kubo, uploadId: string, partNumber: number, cid: string): Promise<void> {
@@ -23,6 +24,26 @@ export async function dropParts(kubo: Kubo, uploadId: string): Promise<void> {
   try {
     await kubo.files.rm(uploadDir(uploadId), { recursive: true });
   } catch (err) {
-    if (!/not exist|no link|file does not exist/i.test((err as Error).message)) throw err;
+    if (!missing(err)) throw err;
   }
+}
+
+/** The uploads that have parts kept in MFS, as Kubo lists them (the audit's walk). */
+export async function* uploadsWithParts(kubo: Kubo): AsyncGenerator<string> {
+  try {
+    for await (const entry of kubo.files.ls(MFS_ROOT)) yield entry.name;
+  } catch (err) {
+    if (!missing(err)) throw err;
+  }
+}
+
+/** The part numbers the upload has kept in MFS. */
+export async function keptParts(kubo: Kubo, uploadId: string): Promise<Set<number>> {
+  const numbers = new Set<number>();
+  try {
+    for await (const entry of kubo.files.ls(uploadDir(uploadId))) numbers.add(Number(entry.name));
+  } catch (err) {
+    if (!missing(err)) throw err;
+  }
+  return numbers;
 }

@@ -1,19 +1,16 @@
 // The sweep is incremental: it checks only the content whose holds changed since its watermark
 // (the change log every change writes before its signal), so a change whose signal never went
 // out is repaired by one round, and a round with nothing changed touches nothing. The full
-// comparison stays available to operators: `npm run admin -- sweep --full`.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+// comparison is the audit's (`npm run admin -- check --repair`, tests/audit.test.ts).
 import type { ApiServer } from '../api/server.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
 import { HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
-import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
-const exec = promisify(execFile);
 const queue = testTaskQueue();
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -121,33 +118,10 @@ test('a removed hold whose signal never went out is unpinned after one round', a
   );
 }, 60_000);
 
-test('a change that was never logged is left to the full sweep, which repairs it', async () => {
+test('a change that was never logged is left alone by the sweep (the audit finds it: tests/audit.test.ts)', async () => {
   const cid = await freshContent('unlogged hold');
-  await fileWithoutSignal(cid); // neither logged nor signalled: only the full comparison sees it
+  await fileWithoutSignal(cid); // neither logged nor signalled: only the audit's full comparison sees it
   await settle();
   await sweepRound();
   expect(await pinnedInCluster(cid.v1)).toBe(false);
-
-  const env = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATA_DIR: tempDir(),
-    TEMPORAL_ADDRESS: stack.temporalAddress,
-    TEMPORAL_TASK_QUEUE: queue,
-  };
-  const { stdout } = await exec('npx', ['tsx', 'api/cli/admin.ts', 'sweep', '--full', '--json'], { env });
-  const full = JSON.parse(stdout);
-  expect(full).toEqual({
-    checked: expect.any(Number),
-    resynced: expect.any(Number),
-    resumed: expect.any(Number),
-    seconds: expect.any(Number),
-  });
-  expect(full.resynced).toBeGreaterThanOrEqual(1);
-  await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned by the full sweep');
-
-  // Without --full the command says what it is for.
-  const bare = await exec('npx', ['tsx', 'api/cli/admin.ts', 'sweep', '--json'], { env }).catch((err) => err);
-  expect(bare.code).toBe(2);
-  expect(JSON.parse(bare.stdout).error.details).toMatch(/--full/);
-}, 120_000);
+});

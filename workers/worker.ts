@@ -14,6 +14,7 @@ import { createKubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal/client.js';
 import { pinWait } from '../infra/temporal/contracts/pins.js';
+import { auditJob } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { multipartCleanupJob } from '../infra/temporal/contracts/multipart.js';
 import { S3_MULTIPART_CLEANUP_EVERY } from '../infra/constants.js';
@@ -56,8 +57,20 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     activities: { [pinWait.activity]: activities[pinWait.activity] },
     maxConcurrentActivityTaskExecutions: pinWait.concurrency,
   });
-  await ensureSweepSchedule(temporal.client, queue, logger);
-  await ensureMultipartCleanupSchedule(temporal.client, queue, logger);
+  // The sweep (contracts/sweep.ts), the cleanup of abandoned multipart uploads
+  // (contracts/multipart.ts) and the audit (contracts/audit.ts).
+  for (const [job, every] of [
+    [sweepJob, sweepJob.every],
+    [multipartCleanupJob, S3_MULTIPART_CLEANUP_EVERY],
+    [auditJob, auditJob.every],
+  ] as const) {
+    await ensureSchedule(temporal.client, logger, {
+      scheduleId: job.scheduleId(queue),
+      every,
+      workflowType: job.workflowType,
+      taskQueue: job.taskQueue(queue),
+    });
+  }
 
   const done = Promise.all([main.run(), waits.run()]).then(
     () => undefined,
@@ -77,36 +90,25 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   };
 }
 
-/** The sweep's schedule (contracts/sweep.ts). Idempotent. */
-async function ensureSweepSchedule(client: Client, queue: string, logger: Logger): Promise<void> {
+/**
+ * A schedule that starts `workflowType` every `every` on the deployment's queue, one run at a
+ * time (a run still going when the next is due is not joined by another). Idempotent: a
+ * schedule that exists is left as it is.
+ */
+async function ensureSchedule(
+  client: Client,
+  logger: Logger,
+  s: { scheduleId: string; every: string; workflowType: string; taskQueue: string },
+): Promise<void> {
   try {
     await client.schedule.create({
-      scheduleId: sweepJob.scheduleId(queue),
-      spec: { intervals: [{ every: sweepJob.every }] },
-      action: { type: 'startWorkflow', workflowType: sweepJob.workflowType, taskQueue: sweepJob.taskQueue(queue), args: [] },
-      policies: { overlap: 'SKIP' },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) logger.warn({ err: (err as Error).message }, 'could not create the sweep schedule');
-  }
-}
-
-/** The schedule of the cleanup of abandoned S3 multipart uploads (contracts/multipart.ts). Idempotent. */
-async function ensureMultipartCleanupSchedule(client: Client, queue: string, logger: Logger): Promise<void> {
-  try {
-    await client.schedule.create({
-      scheduleId: multipartCleanupJob.scheduleId(queue),
-      spec: { intervals: [{ every: S3_MULTIPART_CLEANUP_EVERY }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: multipartCleanupJob.workflowType,
-        taskQueue: multipartCleanupJob.taskQueue(queue),
-        args: [],
-      },
+      scheduleId: s.scheduleId,
+      spec: { intervals: [{ every: s.every }] },
+      action: { type: 'startWorkflow', workflowType: s.workflowType, taskQueue: s.taskQueue, args: [] },
       policies: { overlap: 'SKIP' },
     });
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning))
-      logger.warn({ err: (err as Error).message }, 'could not create the multipart cleanup schedule');
+      logger.warn({ err: (err as Error).message, scheduleId: s.scheduleId }, 'could not create a schedule');
   }
 }

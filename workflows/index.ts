@@ -7,3 +7,4 @@ export { snapshotWorkflow } from './snapshots.js';
 export { sweepWorkflow } from './sweep.js';
 export { ipnsNameWorkflow } from './ipns.js';
 export { multipartWorkflow, multipartCleanupWorkflow } from './multipart.js';
+export { auditWorkflow } from './audit.js';

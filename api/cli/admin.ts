@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createTemporal } from '../../infra/temporal/client.js';
-import { sweepJob, type SweepWorkflow } from '../../infra/temporal/contracts/sweep.js';
+import { auditJob, type AuditReport, type AuditWorkflow } from '../../infra/temporal/contracts/audit.js';
 import { ConfigError } from '../../infra/errors.js';
 import { createApiKey, listApiKeys } from '../usecases/apikeys.js';
 import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../usecases/errors.js';
@@ -22,8 +22,11 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   usage recount --user ID                      recompute a user's storage counter (distinct content:
                                                held as a file and a pin counts once) from the
                                                records (a repair, for an idle account)
-  sweep --full                                 compare every hold with every Cluster pin and
-                                               resync each difference (a running worker does it)`;
+  check [--repair]                             the audit: holds, Cluster and Kubo, counters, parts and
+                                               workflows compared (a running worker does it); exit 0
+                                               only when nothing disagrees; --repair fixes what has one
+                                               safe repair and says what it did
+  check --last                                 the last audit's report (the scheduled one, or a check)`;
 
 class UsageError extends Error {}
 
@@ -58,7 +61,7 @@ const publicUser = (u: { _id: string; email: string; name: string; plan: string;
 });
 
 async function run(command: string, opts: Options): Promise<unknown> {
-  if (command === 'sweep') return fullSweep(opts);
+  if (command === 'check') return audit(opts);
   const config = loadConfig(process.env, ['mongodb']);
   if (command === 'plans') return [...config.plans.byName.values()];
   const db = await openDatabase(config.mongodbUri);
@@ -105,29 +108,57 @@ async function run(command: string, opts: Options): Promise<unknown> {
 }
 
 /**
- * The full reconciliation, as a sweep workflow with `full` (contracts/sweep.ts): it runs in a
- * worker, which has Cluster and Temporal at hand, and this waits for its result. The scheduled
- * sweep only checks what changed; this is for when that is not enough (content changed before
- * the change log existed, a suspicion after an incident).
+ * The audit (contracts/audit.ts), run as a workflow in a worker, which has Cluster, Kubo and
+ * Temporal at hand; this waits for its report. An audit asked for while one runs joins it.
  */
-async function fullSweep(opts: Options): Promise<unknown> {
-  if (opts.full !== true) throw new UsageError('sweep needs --full: the scheduled sweep already runs the incremental rounds');
+async function audit(opts: Options): Promise<AuditReport> {
+  if (opts.last === true) {
+    const config = loadConfig(process.env, ['mongodb']);
+    const db = await openDatabase(config.mongodbUri);
+    try {
+      const last = await db.audits.last();
+      if (!last) throw new NotFound('audit report (none has run yet)');
+      return last;
+    } finally {
+      await db.close();
+    }
+  }
   const config = loadConfig(process.env, ['temporal']);
   const temporal = createTemporal(config.temporal);
   try {
     const queue = config.temporal.taskQueue;
-    const started = Date.now();
-    const result = await temporal.client.workflow.execute<SweepWorkflow>(sweepJob.workflowType, {
-      workflowId: sweepJob.fullWorkflowId(queue),
-      taskQueue: sweepJob.taskQueue(queue),
-      args: [{ full: true }],
+    return await temporal.client.workflow.execute<AuditWorkflow>(auditJob.workflowType, {
+      workflowId: auditJob.onDemandId(queue),
+      taskQueue: auditJob.taskQueue(queue),
+      args: [{ repair: opts.repair === true }],
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
-    return { ...result, seconds: (Date.now() - started) / 1000 };
   } finally {
     await temporal.close();
   }
 }
+
+/** An audit's report for a terminal: what was compared, what disagreed, what was repaired. */
+function auditText(report: AuditReport): string {
+  const counts = (o: Record<string, number>) =>
+    Object.entries(o)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+  const found = Object.values(report.found).reduce((a, b) => a + b, 0);
+  const lines = [
+    `audit of ${new Date(report.startedAt).toISOString()}, ${((report.finishedAt - report.startedAt) / 1000).toFixed(1)} s${report.repair ? ', with --repair' : ''}`,
+    `compared: ${counts(report.checked)}`,
+    found === 0
+      ? 'no disagreements'
+      : `disagreements: ${counts(Object.fromEntries(Object.entries(report.found).filter(([, n]) => n > 0)))}`,
+    ...report.disagreements.map((d) => `  ${d.kind} ${d.subject}: ${d.detail}${d.repaired ? ` (repaired: ${d.repaired})` : ''}`),
+  ];
+  if (found > report.disagreements.length) lines.push(`  … ${found - report.disagreements.length} more not listed`);
+  if (report.repair) lines.push(`repaired: ${report.repaired}`);
+  return `${lines.join('\n')}\n`;
+}
+
+const disagreements = (report: AuditReport) => Object.values(report.found).reduce((a, b) => a + b, 0);
 
 const rowsText = (rows: object[]) =>
   rows
@@ -165,7 +196,8 @@ async function main(): Promise<number> {
       'expires-in': { type: 'string' },
       limit: { type: 'string' },
       after: { type: 'string' },
-      full: { type: 'boolean' },
+      repair: { type: 'boolean' },
+      last: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -174,8 +206,12 @@ async function main(): Promise<number> {
   }
   const command = positionals.join(' ');
   const result = await run(command, values);
-  await print(values.json ? `${JSON.stringify(result, null, 2)}\n` : humanText(result, command));
-  return 0;
+  const isAudit = command === 'check';
+  await print(
+    values.json ? `${JSON.stringify(result, null, 2)}\n` : isAudit ? auditText(result as AuditReport) : humanText(result, command),
+  );
+  // The audit's exit code says whether anything disagreed, for scripts and cron.
+  return isAudit && disagreements(result as AuditReport) > 0 ? 1 : 0;
 }
 
 main().then(

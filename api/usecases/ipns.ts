@@ -5,7 +5,7 @@
 import dns from 'node:dns/promises';
 import type { ParsedCid } from '../../infra/cid.js';
 import { DNSLINK_TIMEOUT_MS, IPNS_RECORD_VALIDITY_MS, IPNS_RESOLVE_TIMEOUT_MS, IPNS_STORE_TIMEOUT_MS } from '../../infra/constants.js';
-import { utcMonth, type IpnsNameRecord } from '../../infra/db/ipns-names.js';
+import { ipnsNamesCounter, utcMonth, type IpnsNameRecord } from '../../infra/db/ipns-names.js';
 import { announceHoldChangeIfAlone } from '../../infra/hold-sync.js';
 import { IpnsNameError, newIpnsKey, parseIpnsName, resolveThroughKubo, storeIpnsRecord } from '../../infra/ipns.js';
 import { DELETE_SIGNAL, ipnsJob, REPUBLISH_SIGNAL, type IpnsInput } from '../../infra/temporal/contracts/ipns.js';
@@ -34,7 +34,6 @@ export interface IpnsPublished {
   publishedAt: number;
 }
 
-const namesKey = (userId: string) => `ipns-names:${userId}`;
 /** The counter of the user's publishes in the UTC month of `at` (also read by analytics.ts). */
 export const publishesKey = (userId: string, at: number) => `ipns-publishes:${userId}:${utcMonth(at)}`;
 
@@ -85,7 +84,7 @@ export async function createIpnsName(
 ): Promise<{ ipnsName: string; keyName: string; createdAt: number }> {
   const { user, plan } = caller;
   if (plan.ipnsNames <= 0) throw new LimitReached('IPNS_NAME_LIMIT', `your plan (${plan.label}) does not include IPNS names`);
-  if (!(await deps.db.counters.take(namesKey(user._id), plan.ipnsNames))) {
+  if (!(await deps.db.counters.take(ipnsNamesCounter(user._id), plan.ipnsNames))) {
     throw new LimitReached('IPNS_NAME_LIMIT', `your plan allows ${plan.ipnsNames} IPNS names`);
   }
   try {
@@ -112,7 +111,7 @@ export async function createIpnsName(
     await deps.jobs.start(ipnsJob, jobInput(deps, user._id, ipnsName));
     return { ipnsName, keyName, createdAt };
   } catch (err) {
-    await deps.db.counters.give(namesKey(user._id)).catch(() => undefined);
+    await deps.db.counters.give(ipnsNamesCounter(user._id)).catch(() => undefined);
     throw err;
   }
 }
@@ -188,7 +187,7 @@ export async function deleteIpnsName(deps: UseCaseDeps, userId: string, ipnsName
   const name = await ownName(deps, userId, ipnsName);
   const removed = await deps.db.ipnsNames.remove(name._id);
   if (!removed) throw new NotFound('IPNS name');
-  await deps.db.counters.give(namesKey(userId));
+  await deps.db.counters.give(ipnsNamesCounter(userId));
   if (removed.cid) await holdsChanged(deps, cidInput(removed.cid));
   await deps.jobs.signal(ipnsJob, { ipnsName: name._id }, DELETE_SIGNAL, []).catch(() => undefined);
 }

@@ -31,8 +31,39 @@ export interface HolderKind {
   holdersOf(multihash: string): Promise<Holder[]>;
   /** The record with this `_id`, if it exists and holds its content. By `_id` alone. */
   holds(key: string): Promise<Held | null>;
-  /** Every multihash records of this kind hold, with a CID to pin it by (for the sweep). */
-  heldContent(): Promise<{ multihash: string; cid: string }[]>;
+  /** A page of the content records of this kind hold, by multihash after `after`, each once,
+   * with a CID to pin it by (the audit's walk: every kind has a {multihash} index). */
+  heldPage(after: string, limit: number): Promise<{ multihash: string; cid: string }[]>;
+  /** Which of these multihashes a record of this kind holds. */
+  heldAmong(multihashes: string[]): Promise<Set<string>>;
+}
+
+/** `heldPage` and `heldAmong` of a kind whose holding records match `holding`. */
+export function heldQueries<T>(records: Model<T>, holding: Record<string, unknown> = {}): Pick<HolderKind, 'heldPage' | 'heldAmong'> {
+  type Row = { multihash: string; cid: string };
+  return {
+    async heldPage(after, limit) {
+      // Records of one content are adjacent in the index; a page ends where `limit` records
+      // do, and the next starts past the last content, so each content comes once.
+      const rows = await records
+        .find({ ...holding, multihash: { $gt: after } }, { multihash: 1, cid: 1 })
+        .sort({ multihash: 1 })
+        .limit(limit)
+        .lean<Row[]>()
+        .exec();
+      const page: Row[] = [];
+      for (const row of rows) if (page.at(-1)?.multihash !== row.multihash) page.push({ multihash: row.multihash, cid: row.cid });
+      return page;
+    },
+    async heldAmong(multihashes) {
+      if (multihashes.length === 0) return new Set();
+      const rows = await records
+        .find({ ...holding, multihash: { $in: multihashes } }, { multihash: 1 })
+        .lean<Row[]>()
+        .exec();
+      return new Set(rows.map((r) => r.multihash));
+    },
+  };
 }
 
 /** The kind of record that holds its content for as long as it exists (files, snapshots):
@@ -52,7 +83,7 @@ export function existenceHolder<T extends { _id: string; userId: string; cid: st
       const row = await records.findById(key, { cid: 1 }).lean<Row>().exec();
       return row ? { cid: row.cid, origins: [] } : null;
     },
-    heldContent: () => records.find({}, { multihash: 1, cid: 1 }).lean<Row[]>().exec(),
+    ...heldQueries(records),
   };
 }
 
@@ -91,11 +122,14 @@ export function createHolds(kinds: HolderKind[]) {
       return kind.holds(ref.key);
     },
 
-    /** Every held multihash with a CID to pin it by. */
-    async heldContent(): Promise<Map<string, string>> {
-      const found = await Promise.all(kinds.map((k) => k.heldContent()));
-      return new Map(found.flat().map((h) => [h.multihash, h.cid]));
+    /** Which of these multihashes any record holds. */
+    async heldAmong(multihashes: string[]): Promise<Set<string>> {
+      const found = await Promise.all(kinds.map((k) => k.heldAmong(multihashes)));
+      return new Set(found.flatMap((set) => [...set]));
     },
+
+    /** Every kind, for walking what each holds page by page. */
+    all: kinds,
   };
 }
 

@@ -18,6 +18,7 @@ import { createMultipartStore } from './multipart.js';
 import { createObjectStore } from './objects.js';
 import { createPinStore } from './pins.js';
 import { createRateLimitStore } from './rate-limits.js';
+import { createAuditStore } from './audits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
 import { createSignedTokenStore } from './signed-tokens.js';
 import { createSnapshotStore } from './snapshots.js';
@@ -68,9 +69,11 @@ export async function openDatabase(uri: string) {
     ];
   });
   const activity = createActivityStore(connection);
+  const audits = createAuditStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   return {
     connection,
+    audits,
     users,
     apiKeys,
     rateLimits,

@@ -3,7 +3,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { isDuplicateKey } from './errors.js';
-import type { HolderKind } from './holds.js';
+import { heldQueries, type HolderKind } from './holds.js';
 
 export interface IpnsNameRecord {
   /** The name, `k51…` (base36 CIDv1 of the libp2p key). */
@@ -53,6 +53,9 @@ schema.index({ userId: 1, keyName: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: 1 });
 schema.index({ multihash: 1 });
 
+/** The counter of a user's names (counters.ts), taken by a create and given back by a delete. */
+export const ipnsNamesCounter = (userId: string) => `ipns-names:${userId}`;
+
 /** `YYYY-MM` of a time, in UTC: the month publishes count in. */
 export const utcMonth = (at: number): string => new Date(at).toISOString().slice(0, 7);
 
@@ -70,15 +73,7 @@ export function createIpnsNameStore(conn: Connection) {
       const row = await Names.findById(key, { cid: 1 }).lean<Pick<IpnsNameRecord, 'cid'>>().exec();
       return row?.cid ? { cid: row.cid, origins: [] } : null;
     },
-    heldContent: async () =>
-      (
-        await Names.find({ multihash: { $ne: null } }, { multihash: 1, cid: 1 })
-          .lean<{ multihash: string; cid: string }[]>()
-          .exec()
-      ).map((r) => ({
-        multihash: r.multihash,
-        cid: r.cid,
-      })),
+    ...heldQueries(Names, { multihash: { $ne: null } }),
   };
 
   return {

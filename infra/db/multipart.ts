@@ -5,6 +5,7 @@
 // object's hold takes over) or is aborted (given back).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { afterAscending } from './pages.js';
 import { BYTES } from './bytes.js';
 import { isDuplicateKey } from './errors.js';
 import type { ObjectChecksums, ObjectHeaders } from './objects.js';
@@ -133,6 +134,14 @@ export function createMultipartStore(conn: Connection) {
     /** Every open upload of the bucket, a batch at a time (a bucket delete aborts them). */
     openInBucket: (bucket: string, limit: number) =>
       Uploads.find({ bucket, state: 'open' }).limit(limit).lean<MultipartUploadRecord[]>().exec(),
+
+    /** Open uploads, least recently touched first, a page after `after` (the audit's walk). */
+    openPage: (limit: number, last?: MultipartUploadRecord) =>
+      Uploads.find({ state: 'open', ...(last ? afterAscending('updatedAt', { at: last.updatedAt, id: last._id }) : {}) })
+        .sort({ updatedAt: 1, _id: 1 })
+        .limit(limit)
+        .lean<MultipartUploadRecord[]>()
+        .exec(),
 
     /** Uploads in a state not touched since `before`, oldest first (the cleanup). */
     stale: (states: UploadState[], before: number, limit: number) =>

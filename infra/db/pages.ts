@@ -9,3 +9,10 @@ export function after(field: string, last: { at: number; id: string }): Record<s
     $and: [{ [field]: { $lte: last.at } }, { $or: [{ [field]: { $lt: last.at } }, { [field]: last.at, _id: { $lt: last.id } }] }],
   };
 }
+
+/** The same for an oldest-first list: `field > at OR (field = at AND _id > id)`. */
+export function afterAscending(field: string, last: { at: number; id: string }): Record<string, unknown> {
+  return {
+    $and: [{ [field]: { $gte: last.at } }, { $or: [{ [field]: { $gt: last.at } }, { [field]: last.at, _id: { $gt: last.id } }] }],
+  };
+}

@@ -2,7 +2,7 @@ import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
-import type { HolderKind } from './holds.js';
+import { heldQueries, type HolderKind } from './holds.js';
 import type { PinInput } from '../temporal/contracts/pins.js';
 import { count } from './count.js';
 import { after } from './pages.js';
@@ -146,7 +146,7 @@ export function createPinStore(conn: Connection) {
       const pin = await get(key);
       return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
     },
-    heldContent: () => Pins.find(holding, { multihash: 1, cid: 1 }).lean<Pick<PinRecord, 'multihash' | 'cid'>[]>().exec(),
+    ...heldQueries(Pins, holding),
   };
 
   return {

@@ -160,13 +160,25 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    * user's lock, and (but for an operator's recount of an idle account) no writer runs: every
    * writer waits in `ensure`.
    */
-  async function rebuild(userId: string): Promise<Weight> {
+  async function tally(userId: string): Promise<{ byContent: Map<string, Partial<HoldRecord>>; total: Weight }> {
     const records = await holdsFromRecords(userId);
     const byContent = new Map<string, Partial<HoldRecord>>();
     for (const r of records) {
       const key = userContentKey(userId, r.multihash);
       byContent.set(key, stepped(byContent.get(key) ?? null, r.kind, 1, r.size));
     }
+    const total: Weight = { files: 0, pinned: 0, used: 0 };
+    for (const doc of byContent.values()) {
+      const w = weigh(doc);
+      total.files += w.files;
+      total.pinned += w.pinned;
+      total.used += w.used;
+    }
+    return { byContent, total };
+  }
+
+  async function rebuild(userId: string): Promise<Weight> {
+    const { byContent, total } = await tally(userId);
     // Content no record holds any more (left by a process that died mid-change) holds nothing.
     await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0, object: 0 } }).exec();
     const entries = [...byContent];
@@ -177,13 +189,6 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
         })),
         { ordered: false },
       );
-    }
-    const total: Weight = { files: 0, pinned: 0, used: 0 };
-    for (const doc of byContent.values()) {
-      const w = weigh(doc);
-      total.files += w.files;
-      total.pinned += w.pinned;
-      total.used += w.used;
     }
     await Usage.updateOne({ _id: userId }, { $set: { ...total, distinct: true } }, { upsert: true }).exec();
     return total;
@@ -298,6 +303,14 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
 
     /** A record of `kind` stopped holding the content (whoever removed the record, only they). */
     release: (userId: string, multihash: string, kind: HoldKind) => step(userId, multihash, kind, -1, 0, 0),
+
+    /** The user's counters as stored, and as the records count them (the audit compares them;
+     * null: a user counted before `distinct`, rebuilt at their next write). Writes nothing. */
+    async compare(userId: string): Promise<{ stored: Weight; fromRecords: Weight } | null> {
+      const stored = await Usage.findById(userId, { files: 1, pinned: 1, used: 1, distinct: 1 }).lean<UsageRecord>().exec();
+      if (!stored?.distinct) return null;
+      return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords: (await tally(userId)).total };
+    },
 
     /** Recomputes the user's holding documents and counters from the records (an operator's
      * repair, for an account that is idle: changes made while it counts may be lost). */

@@ -67,5 +67,10 @@ export function createJobs(client: Client, baseQueue: string): Jobs {
     query(job, key, query) {
       return client.workflow.getHandle(job.workflowId(key)).query(query);
     },
+
+    async *running(job) {
+      const query = `WorkflowType="${job.workflowType}" AND ExecutionStatus="Running" AND TaskQueue="${job.taskQueue(baseQueue)}"`;
+      for await (const execution of client.workflow.list({ query, pageSize: 1000 })) yield execution.workflowId;
+    },
   };
 }

@@ -381,6 +381,7 @@ function countingJobs(): Jobs & { signals: number } {
     signal: async () => undefined,
     state: async () => ({ state: 'none' as const }),
     query: async () => Promise.reject(new Error('the bench runs no jobs')),
+    running: async function* () {},
   };
   return jobs;
 }

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { DISAGREEMENT_KINDS, type AuditReport } from '../../../infra/temporal/contracts/audit.js';
 
 /** A registry per app (tests run several apps in one process), with the process metrics. */
 export function createMetrics(): { registry: Registry; middleware: RequestHandler } {
@@ -22,4 +23,45 @@ export function createMetrics(): { registry: Registry; middleware: RequestHandle
     next();
   };
   return { registry, middleware };
+}
+
+/**
+ * The last audit's findings (infra/db/audits.ts), read at each scrape: disagreements per kind,
+ * when it finished, and how many it repaired. Every kind is present (0 when none), so an alert
+ * on `stupa_audit_disagreements > 0` needs no absent-series rule.
+ */
+export function registerAuditMetrics(registry: Registry, lastReport: () => Promise<AuditReport | null>): void {
+  // Each gauge reads the report (one document by _id): prom-client collects them concurrently.
+  const read = () => lastReport().catch(() => null);
+  new Gauge({
+    name: 'stupa_audit_disagreements',
+    help: 'Disagreements the last audit found, by kind (npm run admin -- check)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      const report = await read();
+      this.reset();
+      if (report) for (const kind of DISAGREEMENT_KINDS) this.set({ kind }, report.found[kind] ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'stupa_audit_finished_timestamp_seconds',
+    help: 'When the last audit finished (absent before the first)',
+    registers: [registry],
+    async collect() {
+      const report = await read();
+      this.reset();
+      if (report) this.set(report.finishedAt / 1000);
+    },
+  });
+  new Gauge({
+    name: 'stupa_audit_repaired',
+    help: 'Disagreements the last audit repaired (with --repair)',
+    registers: [registry],
+    async collect() {
+      const report = await read();
+      this.reset();
+      if (report) this.set(report.repaired);
+    },
+  });
 }

@@ -38,6 +38,9 @@ export interface Jobs {
   state<K, I extends K>(job: JobContract<I, K>, key: K): Promise<JobState>;
   /** Asks the running job a query. */
   query<K, I extends K, R>(job: JobContract<I, K>, key: K, query: string): Promise<R>;
+  /** The IDs of the job's running workflows on this deployment's task queue, page by page as
+   * Temporal's visibility store answers them. */
+  running<K, I extends K>(job: JobContract<I, K>): AsyncIterable<string>;
 }
 
 export type JobState = { state: 'running' } | { state: 'completed'; result: unknown } | { state: 'none' };

@@ -1,13 +1,9 @@
 // Contract of the sweep (workflows/sweep.ts), the scheduled safety net for what a Temporal
 // outage can leave behind: content whose holds and Cluster pins differ (a sync signal that
-// never went out), and pin requests whose workflow never started. The scheduled round checks
-// only the content whose holds changed since the last round (the change log); `full` compares
-// every hold with every Cluster pin, an operator's tool (`npm run admin -- sweep --full`).
+// never went out), and pin requests whose workflow never started. Each round checks only the
+// content whose holds changed since the last round (the change log); the audit
+// (contracts/audit.ts) compares everything.
 import type { JobContract } from './job.js';
-
-export interface SweepInput {
-  full?: boolean;
-}
 
 export interface SweepResult {
   /** Distinct pieces of content compared with Cluster. */
@@ -16,17 +12,14 @@ export interface SweepResult {
   resynced: number;
   resumed: number;
 }
-export type SweepWorkflow = (input?: SweepInput) => Promise<SweepResult>;
+export type SweepWorkflow = () => Promise<SweepResult>;
 
-export const sweepJob: JobContract<void, void> & { scheduleId(base: string): string; every: string; fullWorkflowId(base: string): string } =
-  {
-    workflowType: 'sweepWorkflow',
-    taskQueue: (base) => base,
-    workflowId: () => 'sweep',
-    searchAttributes: () => ({}),
-    // One schedule per task queue, so deployments (and test runs) sharing a namespace do not share it.
-    scheduleId: (base) => `stupa-sweep-holds:${base}`,
-    every: '1m',
-    /** A full sweep asked for while one runs joins it. */
-    fullWorkflowId: (base) => `sweep-full:${base}`,
-  };
+export const sweepJob: JobContract<void, void> & { scheduleId(base: string): string; every: string } = {
+  workflowType: 'sweepWorkflow',
+  taskQueue: (base) => base,
+  workflowId: () => 'sweep',
+  searchAttributes: () => ({}),
+  // One schedule per task queue, so deployments (and test runs) sharing a namespace do not share it.
+  scheduleId: (base) => `stupa-sweep-holds:${base}`,
+  every: '1m',
+};

@@ -1,0 +1,140 @@
+// The audit of accounts, one user at a time (users by their {createdAt} index, each user's
+// records by their {userId, …} indexes): the storage counter against a count of the user's
+// records, each folder's fileCount against its files, the names counter against the names,
+// and the workflows a user's live records need: a republish workflow per IPNS name, a pin
+// workflow per queued or pinning request.
+//
+// A count that differs, or a workflow missing, is a suspect looked at again after a page of
+// users (report.ts): a reservation or a record being counted is a write in flight, and a pin
+// request's workflow starts just after its record.
+import { AUDIT_PAGE } from '../../infra/constants.js';
+import type { FolderRecord } from '../../infra/db/folders.js';
+import { ipnsNamesCounter } from '../../infra/db/ipns-names.js';
+import { pinJobInput, type PinRecord } from '../../infra/db/pins.js';
+import type { User } from '../../infra/db/users.js';
+import type { Weight } from '../../infra/db/usage.js';
+import type { AuditPart } from '../../infra/temporal/contracts/audit.js';
+import { ipnsJob } from '../../infra/temporal/contracts/ipns.js';
+import { pinJob } from '../../infra/temporal/contracts/pins.js';
+import type { ActivityDeps } from '../deps.js';
+import { createFindings, type Findings } from './report.js';
+
+const same = (a: Weight, b: Weight) => a.files === b.files && a.pinned === b.pinned && a.used === b.used;
+const show = (w: Weight) => `files ${w.files}, pinned ${w.pinned}, used ${w.used}`;
+
+export function createAccountAudit(deps: ActivityDeps) {
+  const { db, jobs, config } = deps;
+
+  async function storage(f: Findings, user: User): Promise<void> {
+    const first = await db.usage.compare(user._id);
+    if (!first || same(first.stored, first.fromRecords)) return;
+    f.suspect(async () => {
+      const compared = await db.usage.compare(user._id);
+      if (!compared || same(compared.stored, compared.fromRecords)) return null;
+      return {
+        kind: 'storage-counter',
+        subject: user._id,
+        userId: user._id,
+        detail: `counter: ${show(compared.stored)}; records: ${show(compared.fromRecords)} (repair an idle account with usage recount)`,
+      };
+    });
+  }
+
+  async function folders(f: Findings, user: User): Promise<void> {
+    let after: { createdAt: number; id: string } | undefined;
+    for (;;) {
+      const page: FolderRecord[] = await db.folders.list(user._id, { after, limit: AUDIT_PAGE });
+      f.checked('folders', page.length);
+      for (const folder of page) {
+        if (folder.fileCount === undefined) continue; // a folder from before counting: counted when first read
+        if ((await db.files.countInFolder(user._id, folder._id)) === folder.fileCount) continue;
+        f.suspect(async () => {
+          const again = await db.folders.findForUser(user._id, folder._id);
+          const files = await db.files.countInFolder(user._id, folder._id);
+          if (!again || again.fileCount === undefined || again.fileCount === files) return null;
+          return {
+            kind: 'folder-file-count',
+            subject: folder._id,
+            userId: user._id,
+            detail: `fileCount ${again.fileCount}; files in it ${files}`,
+          };
+        });
+      }
+      if (page.length < AUDIT_PAGE) return;
+      after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!._id };
+    }
+  }
+
+  async function names(f: Findings, user: User, repair: boolean): Promise<void> {
+    const all = await db.ipnsNames.listForUser(user._id); // at most the plan's names
+    if ((await db.counters.get(ipnsNamesCounter(user._id))) !== all.length)
+      f.suspect(async () => {
+        const [counted, now] = [await db.counters.get(ipnsNamesCounter(user._id)), await db.ipnsNames.listForUser(user._id)];
+        if (counted === now.length) return null;
+        return { kind: 'ipns-name-count', subject: user._id, userId: user._id, detail: `names counter ${counted}; names ${now.length}` };
+      });
+    for (const name of all) {
+      f.checked('ipnsNames');
+      if ((await jobs.state(ipnsJob, { ipnsName: name._id })).state === 'running') continue;
+      f.suspect(async () => {
+        if (!(await db.ipnsNames.get(name._id))) return null; // deleted meanwhile
+        if ((await jobs.state(ipnsJob, { ipnsName: name._id })).state === 'running') return null;
+        if (repair) await jobs.start(ipnsJob, { userId: user._id, ipnsName: name._id, republishEveryMs: config.ipns.republishEveryMs });
+        return {
+          kind: 'name-without-republish',
+          subject: name._id,
+          userId: user._id,
+          detail: 'no running republish workflow',
+          ...(repair ? { repaired: 'started it' } : {}),
+        };
+      });
+    }
+  }
+
+  async function pins(f: Findings, user: User, repair: boolean): Promise<void> {
+    for (const status of ['queued', 'pinning'] as const) {
+      let after: { createdAt: number; id: string } | undefined;
+      for (;;) {
+        const page: PinRecord[] = await db.pins.list(user._id, { status, after, limit: AUDIT_PAGE });
+        f.checked('activePins', page.length);
+        for (const pin of page) {
+          const key = { cid: pin.cid, userId: pin.userId };
+          if ((await jobs.state(pinJob, key)).state === 'running') continue;
+          f.suspect(async () => {
+            const now = await db.pins.byRequestId(pin.requestId);
+            if (!now || (now.status !== 'queued' && now.status !== 'pinning')) return null;
+            if ((await jobs.state(pinJob, key)).state === 'running') return null;
+            if (repair) await jobs.start(pinJob, pinJobInput(now));
+            return {
+              kind: 'pin-without-job',
+              subject: pin.requestId,
+              userId: user._id,
+              detail: `${now.status}, with no running pin workflow`,
+              ...(repair ? { repaired: 'started it' } : {}),
+            };
+          });
+        }
+        if (page.length < AUDIT_PAGE) break;
+        after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!._id };
+      }
+    }
+  }
+
+  return async function auditAccounts(repair: boolean, progress: () => void): Promise<AuditPart> {
+    const f = createFindings();
+    for (let after: string | undefined; ;) {
+      const page = (await db.users.list(AUDIT_PAGE, after)) ?? [];
+      for (const user of page) {
+        f.checked('users');
+        await storage(f, user);
+        await folders(f, user);
+        await names(f, user, repair);
+        await pins(f, user, repair);
+        progress();
+      }
+      await f.settle();
+      if (page.length < AUDIT_PAGE) return f.part;
+      after = page.at(-1)!._id;
+    }
+  };
+}

@@ -1,0 +1,259 @@
+// The audit (npm run admin -- check) on a world of its own: its own database, Kubo and Cluster
+// peer and its own task queue (the test stack's Temporal), so that what it finds is exactly
+// what this file broke. Each kind of disagreement is made by hand, as a fault would leave it;
+// the check names each one, --repair fixes those with a safe repair (and they are fixed in
+// Cluster, Kubo and Temporal, not only in the report), and once the rest are put right by hand
+// the check exits 0.
+import { execFile } from 'node:child_process';
+import crypto from 'node:crypto';
+import { promisify } from 'node:util';
+import type { ApiServer } from '../api/server.js';
+import { parseCid } from '../infra/cid.js';
+import { createClusterClient } from '../infra/cluster.js';
+import { ipnsNamesCounter } from '../infra/db/ipns-names.js';
+import { createKubo } from '../infra/kubo.js';
+import { keepPart } from '../infra/kubo-mfs.js';
+import { startStack, type Stack } from '../infra/stack/stack.js';
+import type { AuditReport } from '../infra/temporal/contracts/audit.js';
+import { call, createUser, stack as testStack, startTestApi, tempDir, testEnv } from './support/stack.js';
+import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
+
+const exec = promisify(execFile);
+let own: Stack;
+let api: ApiServer;
+let worker: WorkerProcess;
+let env: Record<string, string | undefined>;
+
+beforeAll(async () => {
+  const mongodbUri = testStack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/stupa_audit_${Date.now()}`);
+  own = await startStack({
+    dataDir: tempDir('stupa-audit-'),
+    ports: 'free',
+    ui: false,
+    external: { mongodbUri, temporalAddress: testStack.temporalAddress },
+  });
+  const { endpoints } = own;
+  env = testEnv({
+    MONGODB_URI: mongodbUri,
+    KUBO_API_URL: endpoints.kuboApiUrl,
+    KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl,
+    CLUSTER_API_URL: endpoints.clusterApiUrl,
+    TEMPORAL_TASK_QUEUE: `audit-${crypto.randomUUID()}`,
+    IPNS_REPUBLISH_INTERVAL: '1h',
+  });
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill()]);
+  await api?.deps.db.connection.dropDatabase().catch(() => undefined);
+  await own?.stop();
+});
+
+/** `npm run admin -- check` as an operator runs it beside the service. */
+async function check(...args: string[]): Promise<{ code: number; report: AuditReport; text: string }> {
+  const run = (extra: string[]) =>
+    exec('npx', ['tsx', 'api/cli/admin.ts', 'check', ...args, ...extra], {
+      env: { ...env, PATH: process.env.PATH, HOME: process.env.HOME },
+    }).then(
+      (ok) => ({ code: 0, out: ok.stdout }),
+      (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout, stderr: err.stderr }),
+    );
+  const json = await run(['--json']);
+  const report = JSON.parse(json.out) as AuditReport;
+  const human = await run(['--last']);
+  return { code: json.code, report, text: human.out };
+}
+
+async function pinnedInKubo(kubo: ReturnType<typeof createKubo>, cid: string): Promise<boolean> {
+  try {
+    for await (const pin of kubo.pin.ls({ paths: [cid], type: 'recursive' })) if (pin.cid.toString() === cid) return true;
+  } catch {
+    // "not pinned"
+  }
+  return false;
+}
+
+const subjects = (report: AuditReport, kind: string) => report.disagreements.filter((d) => d.kind === kind).map((d) => d.subject);
+
+test('every kind of disagreement is found, --repair fixes the repairable ones, and a clean world exits 0', async () => {
+  const { db, temporal } = api.deps;
+  const kubo = createKubo(own.endpoints.kuboApiUrl);
+  const cluster = createClusterClient(own.endpoints.clusterApiUrl);
+  const user = await createUser(api, 'karma');
+  await db.usage.init(user.userId);
+  const as = (method: string, path: string, body?: unknown) => call(api, method, path, { key: user.apiKey, body });
+  const upload = async (content: string, folderId?: string) =>
+    (await as('POST', '/upload/new', { content, name: `${content}.txt`, folderId })).body.cid as string;
+
+  // A clean world first: nothing disagrees.
+  await upload(`clean ${crypto.randomUUID()}`);
+  const clean = await check();
+  expect(clean.report.disagreements).toEqual([]);
+  expect(clean.report.found).toEqual(Object.fromEntries(Object.keys(clean.report.found).map((k) => [k, 0])));
+  expect(clean.code).toBe(0);
+  expect(clean.report.checked).toMatchObject({ heldContent: 1, clusterPins: 1, kuboPins: 1, users: 1 });
+
+  // held-not-pinned: Cluster lost the pin of an uploaded file.
+  const lost = await upload(`lost ${crypto.randomUUID()}`);
+  await cluster.unpin(lost);
+  // pinned-not-held: a pin of the service's that no record holds.
+  const stray = (await kubo.add(crypto.randomBytes(64), { pin: false, cidVersion: 1 })).cid.toString();
+  await cluster.pin(stray, { metadata: { service: 'stupa' } });
+  // cluster-not-in-kubo: Kubo lost a pin Cluster has.
+  const dropped = await upload(`dropped ${crypto.randomUUID()}`);
+  await kubo.pin.rm(dropped);
+  // kubo-pin-unknown-to-cluster: pinned in Kubo behind Cluster's back.
+  const sideways = (await kubo.add(crypto.randomBytes(64), { pin: true, cidVersion: 1 })).cid.toString();
+  // storage-counter, folder-file-count, ipns-name-count: counters off their records.
+  await db.usage.add(user.userId, { files: 1000 });
+  const folderId = (await as('POST', '/folders', { name: 'counted' })).body.folderId as string;
+  await upload(`in folder ${crypto.randomUUID()}`, folderId);
+  await db.folders.adjustFileCount(folderId, 3);
+  await db.counters.take(ipnsNamesCounter(user.userId), 100); // one more than the names
+  // name-without-republish: a name whose workflow was terminated.
+  const orphan = (await as('POST', '/ipns/keys', { name: 'orphan' })).body.ipnsName as string;
+  await temporal.client.workflow.getHandle(`ipns:${orphan}`).terminate('audit test');
+  // job-without-record: a republish workflow whose name record is gone.
+  const ghost = (await as('POST', '/ipns/keys', { name: 'ghost' })).body.ipnsName as string;
+  await db.ipnsNames.remove(ghost);
+  await db.counters.give(ipnsNamesCounter(user.userId));
+  // pin-without-job: a queued request whose workflow never started (Cluster pins its content,
+  // so only the workflow is missing).
+  const wanted = (await kubo.add(crypto.randomBytes(64), { pin: false, cidVersion: 1 })).cid.toString();
+  const requestId = crypto.randomUUID();
+  await db.pins.createOrGet({
+    _id: `${user.userId}:${parseCid(wanted).multihash}`,
+    requestId,
+    userId: user.userId,
+    cid: wanted,
+    multihash: parseCid(wanted).multihash,
+    name: null,
+    description: null,
+    origins: [],
+    metadata: {},
+    status: 'queued',
+    error: null,
+    size: null,
+    createdAt: Date.now(),
+    updatedAt: Date.now(),
+    pinnedAt: null,
+    deadline: Date.now() + 3_600_000,
+  });
+  await cluster.pin(wanted, { metadata: { service: 'stupa' } });
+  // parts-without-upload and upload-without-parts: MFS and the upload records disagree.
+  const partCid = (await kubo.add(crypto.randomBytes(64), { pin: false, cidVersion: 1 })).cid.toString();
+  await keepPart(kubo, 'upl_nobody', 1, partCid);
+  const now = Date.now();
+  await db.multipart.create({
+    _id: 'upl_emptied',
+    bucket: 'nobucket',
+    key: 'k',
+    userId: user.userId,
+    contentType: 'application/octet-stream',
+    meta: '{}',
+    headers: {},
+    checksumAlgorithm: null,
+    state: 'open',
+    result: null,
+    completedParts: null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await db.multipart.putPart({
+    _id: 'upl_emptied:1',
+    uploadId: 'upl_emptied',
+    userId: user.userId,
+    partNumber: 1,
+    cid: partCid,
+    size: 64,
+    dagSize: 64,
+    etag: '"x"',
+    checksums: {},
+    createdAt: now,
+  });
+
+  const found = await check();
+  expect(found.code).toBe(1);
+  expect(subjects(found.report, 'held-not-pinned')).toEqual([lost]);
+  expect(subjects(found.report, 'pinned-not-held')).toEqual([stray]);
+  expect(subjects(found.report, 'cluster-not-in-kubo')).toEqual([dropped]);
+  expect(subjects(found.report, 'kubo-pin-unknown-to-cluster')).toEqual([sideways]);
+  expect(subjects(found.report, 'storage-counter')).toEqual([user.userId]);
+  expect(subjects(found.report, 'folder-file-count')).toEqual([folderId]);
+  expect(found.report.disagreements.find((d) => d.kind === 'folder-file-count')?.detail).toBe('fileCount 4; files in it 1');
+  expect(subjects(found.report, 'ipns-name-count')).toEqual([user.userId]);
+  expect(subjects(found.report, 'name-without-republish')).toEqual([orphan]);
+  expect(subjects(found.report, 'job-without-record')).toEqual([`ipns:${ghost}`]);
+  expect(subjects(found.report, 'pin-without-job')).toEqual([requestId]);
+  expect(subjects(found.report, 'parts-without-upload')).toEqual(['upl_nobody']);
+  expect(subjects(found.report, 'upload-without-parts')).toEqual(['upl_emptied']);
+  expect(Object.values(found.report.found).reduce((a, b) => a + b, 0)).toBe(12);
+  expect(found.text).toContain(`held-not-pinned ${lost}: held by a file record; Cluster does not pin it`);
+
+  // /metrics shows the last report.
+  const metrics = (await call(api, 'GET', '/metrics')).text;
+  expect(metrics).toContain('stupa_audit_disagreements{kind="held-not-pinned"} 1');
+  expect(metrics).toContain('stupa_audit_disagreements{kind="storage-counter"} 1');
+  expect(metrics).toMatch(/stupa_audit_finished_timestamp_seconds \d/);
+
+  // --repair: the five with a safe repair, done for real.
+  const repaired = await check('--repair');
+  expect(repaired.code).toBe(1); // it found them
+  expect(repaired.report.repaired).toBe(6);
+  expect(
+    repaired.report.disagreements
+      .filter((d) => d.repaired)
+      .map((d) => d.kind)
+      .sort(),
+  ).toEqual([
+    'cluster-not-in-kubo',
+    'held-not-pinned',
+    'job-without-record',
+    'name-without-republish',
+    'pin-without-job',
+    'pinned-not-held',
+  ]);
+  await eventually(
+    () => cluster.allocation(lost),
+    (pin) => pin?.metadata?.service === 'stupa',
+    30_000,
+    'the lost pin pinned again',
+  );
+  await eventually(
+    () => cluster.allocation(stray),
+    (pin) => pin === null,
+    30_000,
+    'the stray pin unpinned',
+  );
+  await eventually(() => pinnedInKubo(kubo, dropped), Boolean, 30_000, 'the dropped pin back in Kubo');
+  const described = async (id: string) => (await temporal.client.workflow.getHandle(id).describe()).status.name;
+  expect(await described(`ipns:${orphan}`)).toBe('RUNNING');
+  // The started pin workflow takes the request to pinned.
+  await eventually(
+    () => db.pins.byRequestId(requestId),
+    (pin) => pin?.status === 'pinned',
+    30_000,
+    'the request pinned',
+  );
+  await eventually(
+    () => described(`ipns:${ghost}`),
+    (s) => s !== 'RUNNING',
+    30_000,
+    'the ghost republish ended',
+  );
+
+  // The rest by hand, as the report says: a recount, the counts, the stray pin and parts.
+  await db.usage.recount(user.userId);
+  await db.folders.adjustFileCount(folderId, -3);
+  await db.counters.give(ipnsNamesCounter(user.userId));
+  await kubo.pin.rm(sideways);
+  await kubo.files.rm('/stupa/multipart/upl_nobody', { recursive: true });
+  await db.multipart.deleteUpload('upl_emptied');
+  await db.multipart.deletePart('upl_emptied:1');
+
+  const after = await check();
+  expect(after.report.disagreements).toEqual([]);
+  expect(after.code).toBe(0);
+  expect(after.text).toContain('no disagreements');
+}, 240_000);
