@@ -14,7 +14,8 @@ import { ipnsNamesCounter } from '../infra/db/ipns-names.js';
 import { createKubo } from '../infra/kubo.js';
 import { keepPart } from '../infra/kubo-mfs.js';
 import { startStack, type Stack } from '../infra/stack/stack.js';
-import type { AuditReport } from '../infra/temporal/contracts/audit.js';
+import { auditJob, type AuditReport } from '../infra/temporal/contracts/audit.js';
+import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { call, createUser, stack as testStack, startTestApi, tempDir, testEnv } from './support/stack.js';
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
@@ -42,6 +43,23 @@ beforeAll(async () => {
     IPNS_REPUBLISH_INTERVAL: '1h',
   });
   [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  // The sweep would repair some of what this file breaks before the audit sees it, and a
+  // scheduled audit would replace the report `check --last` reads: both paused here.
+  const queue = env.TEMPORAL_TASK_QUEUE!;
+  for (const scheduleId of [sweepJob.scheduleId(queue), auditJob.scheduleId(queue)])
+    await eventually(
+      () =>
+        api.deps.temporal.client.schedule
+          .getHandle(scheduleId)
+          .pause('tests/audit.test.ts')
+          .then(
+            () => true,
+            () => false,
+          ),
+      Boolean,
+      30_000,
+      `schedule ${scheduleId} paused`,
+    );
 }, 120_000);
 
 afterAll(async () => {
@@ -197,10 +215,9 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
   expect(metrics).toContain('stupa_audit_disagreements{kind="storage-counter"} 1');
   expect(metrics).toMatch(/stupa_audit_finished_timestamp_seconds \d/);
 
-  // --repair: the five with a safe repair, done for real.
+  // --repair: the six with a safe repair, done for real.
   const repaired = await check('--repair');
   expect(repaired.code).toBe(1); // it found them
-  expect(repaired.report.repaired).toBe(6);
   expect(
     repaired.report.disagreements
       .filter((d) => d.repaired)
@@ -214,6 +231,7 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
     'pin-without-job',
     'pinned-not-held',
   ]);
+  expect(repaired.report.repaired).toBe(6);
   await eventually(
     () => cluster.allocation(lost),
     (pin) => pin?.metadata?.service === 'stupa',
