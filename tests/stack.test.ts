@@ -3,6 +3,7 @@
 // with the DHT off).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -155,4 +156,30 @@ const onStackFerretDb = !process.env.MONGODB_URI;
   } finally {
     await conn.close();
   }
+});
+
+test('free ports come from below the ephemeral range, and none is handed out twice', async () => {
+  const [ephemeralLow] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+  const picked = await freePorts(300);
+  expect(new Set(picked).size).toBe(300);
+  for (const port of picked) expect(port).toBeLessThan(Math.min(ephemeralLow!, 17_000));
+  // The kernel's own choices (what a server on port 0 or an outgoing connection gets) are in
+  // the ephemeral range, so they never meet a picked port.
+  const kernels = await Promise.all(
+    Array.from(
+      { length: 20 },
+      () =>
+        new Promise<number>((resolve) => {
+          const server = net.createServer().listen(0, '127.0.0.1', () => {
+            const { port } = server.address() as net.AddressInfo;
+            server.close(() => resolve(port));
+          });
+        }),
+    ),
+  );
+  for (const port of kernels) expect(port).toBeGreaterThanOrEqual(ephemeralLow!);
+  expect(picked.filter((p) => kernels.includes(p))).toEqual([]);
+  // More picks in the same process never repeat one.
+  const more = await freePorts(300);
+  expect(more.filter((p) => picked.includes(p))).toEqual([]);
 });

@@ -1,26 +1,48 @@
-// Ports for the local stack. Free ports come from the kernel (listen on port 0), so stacks
-// side by side never pick the same one; fixed ports are checked up front, so a clash names
-// the port and its owner instead of surfacing as a piece that never becomes healthy.
+// Ports for the local stack. Free ports are probed below the kernel's ephemeral range (below);
+// fixed ports are checked up front, so a clash names the port and its owner instead of
+// surfacing as a piece that never becomes healthy.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
 import net from 'node:net';
 
-/** A port nothing listens on right now on 127.0.0.1 (the kernel picks it; it is released at once). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+// Free ports are picked below the kernel's ephemeral range: what the kernel hands out for
+// `listen(0)` (Temporal's internal services, test servers) and as the local port of every
+// outgoing connection comes from that range, so a port picked inside it could be taken by
+// one of those between the pick and the server's own bind (seen in CI: Cluster's REST port,
+// "bind: address already in use"). Below the range only a server told its port takes one, and
+// a process never hands out the same port twice.
+const PICK_LOW = 10_000;
+const PICK_HIGH = 16_999; // npm start's default ports are 17001-17401
+const handedOut = new Set<number>();
+
+/** The first port of the kernel's ephemeral range (Linux: ip_local_port_range). */
+function ephemeralLow(): number {
+  try {
+    const low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > PICK_LOW ? low : 32_768;
+  } catch {
+    return 32_768; // the IANA range's start, where other systems begin theirs
+  }
 }
 
-/** `n` distinct free ports (the kernel may hand the same one out twice in a row). */
+/** A port nothing listens on right now on 127.0.0.1, below the ephemeral range, not handed out
+ * before by this process (it is released at once: the caller's server binds it). */
+export async function freePort(): Promise<number> {
+  const high = Math.min(PICK_HIGH, ephemeralLow() - 1);
+  for (let attempt = 0; attempt < 1000; attempt++) {
+    const port = crypto.randomInt(PICK_LOW, high + 1);
+    if (handedOut.has(port) || !(await isFree(port))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port on 127.0.0.1 between ${PICK_LOW} and ${high}`);
+}
+
+/** `n` distinct free ports. */
 export async function freePorts(n: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < n) ports.add(await freePort());
-  return [...ports];
+  const ports: number[] = [];
+  while (ports.length < n) ports.push(await freePort());
+  return ports;
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:port within `timeoutMs`. */

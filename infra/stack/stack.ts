@@ -80,7 +80,24 @@ interface Running {
   stop(): Promise<void>;
 }
 
+/**
+ * Starts the stack. With free ports, a start that failed because a server found its port taken
+ * (probed free, then bound by something else first) is made again on other ports: up to three
+ * times, each after the failed one stopped what it had started.
+ */
 export async function startStack(options: StackOptions): Promise<Stack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStackOnce(options);
+    } catch (err) {
+      const portTaken = /address already in use|EADDRINUSE/i.test(String((err as Error)?.message));
+      if (options.ports !== 'free' || !portTaken || attempt >= 3 || options.signal?.aborted) throw err;
+      say(`a server found its port taken before it could bind it; starting again on other ports (attempt ${attempt + 1})`);
+    }
+  }
+}
+
+async function startStackOnce(options: StackOptions): Promise<Stack> {
   const external = options.external ?? {};
   const dataDir = path.resolve(options.dataDir);
   const logDir = path.join(dataDir, 'logs');
