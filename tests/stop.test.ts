@@ -132,17 +132,23 @@ const ready = (run: Run) =>
     return res?.status === 200;
   });
 
-/** Requests to the API and to Kubo from 8 loops until `stop` is aborted. */
+/**
+ * Requests to the API and to Kubo from 8 loops until `stop` is aborted. Each request has a
+ * signal of its own: fetch keeps an abort listener on the signal it is given until the request
+ * is collected, so one signal shared by every request (over 1,500 of them on a fast machine)
+ * flooded the output with MaxListenersExceededWarning.
+ */
 function load(stop: AbortSignal): Promise<number> {
   let requests = 0;
   const loop = async () => {
     while (!stop.aborted) {
       const form = new FormData();
       form.append('file', new Blob([crypto.randomBytes(64 * 1024)]), 'data');
+      const signal = () => AbortSignal.timeout(10_000); // the servers stopping end what is in flight
       await Promise.all([
-        fetch(`http://127.0.0.1:${apiPort()}/readyz`, { signal: stop }).then((res) => res.arrayBuffer()),
-        fetch(`http://127.0.0.1:${portBase + PORT_OFFSETS.kuboApi}/api/v0/add`, { method: 'POST', body: form, signal: stop }).then((res) =>
-          res.arrayBuffer(),
+        fetch(`http://127.0.0.1:${apiPort()}/readyz`, { signal: signal() }).then((res) => res.arrayBuffer()),
+        fetch(`http://127.0.0.1:${portBase + PORT_OFFSETS.kuboApi}/api/v0/add`, { method: 'POST', body: form, signal: signal() }).then(
+          (res) => res.arrayBuffer(),
         ),
       ]).catch(() => sleep(50));
       requests += 2;
