@@ -215,7 +215,7 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
   expect(metrics).toContain('stupa_audit_disagreements{kind="storage-counter"} 1');
   expect(metrics).toMatch(/stupa_audit_finished_timestamp_seconds \d/);
 
-  // --repair: the six with a safe repair, done for real.
+  // --repair: the seven with a safe repair, done for real.
   const repaired = await check('--repair');
   expect(repaired.code).toBe(1); // it found them
   expect(
@@ -227,11 +227,13 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
     'cluster-not-in-kubo',
     'held-not-pinned',
     'job-without-record',
+    'kubo-pin-unknown-to-cluster',
     'name-without-republish',
     'pin-without-job',
     'pinned-not-held',
   ]);
-  expect(repaired.report.repaired).toBe(6);
+  expect(repaired.report.repaired).toBe(7);
+  expect(await pinnedInKubo(kubo, sideways)).toBe(false);
   await eventually(
     () => cluster.allocation(lost),
     (pin) => pin?.metadata?.service === 'stupa',
@@ -261,11 +263,10 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
     'the ghost republish ended',
   );
 
-  // The rest by hand, as the report says: a recount, the counts, the stray pin and parts.
+  // The rest by hand, as the report says: a recount, the counts, the parts.
   await db.usage.recount(user.userId);
   await db.folders.adjustFileCount(folderId, -3);
   await db.counters.give(ipnsNamesCounter(user.userId));
-  await kubo.pin.rm(sideways);
   await kubo.files.rm('/stupa/multipart/upl_nobody', { recursive: true });
   await db.multipart.deleteUpload('upl_emptied');
   await db.multipart.deletePart('upl_emptied:1');

@@ -117,8 +117,10 @@ export function createContentAudit(deps: ActivityDeps) {
   }
 
   /** Every recursive pin of Kubo's is one of Cluster's (anything else is stored, and never
-   * released, outside the service's accounts). */
-  async function kuboMatchesCluster(f: Findings, progress: () => void): Promise<void> {
+   * released, outside the service's accounts). A Cluster peer killed after it dropped a pin
+   * from its state and before it unpinned it in Kubo leaves one; --repair unpins it in Kubo
+   * when no record holds the content (the node is the service's own: README, Limits). */
+  async function kuboMatchesCluster(f: Findings, repair: boolean, progress: () => void): Promise<void> {
     for await (const listed of batches(kubo.pin.ls({ type: 'recursive' }), AUDIT_PAGE)) {
       const batch = listed.filter((pin) => tryParseCid(pin.cid.toString())?.multihash !== EMPTY_DIRECTORY);
       f.checked('kuboPins', batch.length);
@@ -127,10 +129,24 @@ export function createContentAudit(deps: ActivityDeps) {
           limit(async () => {
             const cid = pin.cid.toString();
             if (await cluster.allocation(cid)) return;
-            f.found({ kind: 'kubo-pin-unknown-to-cluster', subject: cid, detail: 'Kubo pins it recursively; Cluster does not' });
+            f.suspect(async () => {
+              if (await cluster.allocation(cid)) return null;
+              const multihash = tryParseCid(cid)?.multihash;
+              const held = multihash !== undefined && (await db.holds.heldAmong([multihash])).size > 0;
+              // Held content is pinned in Cluster by the held-not-pinned repair, which adopts this pin.
+              const unpin = repair && multihash !== undefined && !held;
+              if (unpin) await kubo.pin.rm(cid).catch(() => undefined);
+              return {
+                kind: 'kubo-pin-unknown-to-cluster',
+                subject: cid,
+                detail: `Kubo pins it recursively; Cluster does not${held ? ' (a record holds it)' : ''}`,
+                ...(unpin ? { repaired: 'unpinned in Kubo' } : {}),
+              };
+            });
           }),
         ),
       );
+      await f.settle();
       progress();
     }
   }
@@ -140,7 +156,7 @@ export function createContentAudit(deps: ActivityDeps) {
     await heldIsPinned(f, repair, progress);
     await pinnedIsHeld(f, repair, progress);
     await clusterMatchesKubo(f, repair);
-    await kuboMatchesCluster(f, progress);
+    await kuboMatchesCluster(f, repair, progress);
     return f.part;
   };
 }

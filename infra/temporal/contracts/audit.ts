@@ -14,8 +14,9 @@ import type { JobContract } from './job.js';
  *   after reading the holds again).
  * - cluster-not-in-kubo: Cluster pins it, the IPFS node does not have it pinned (Cluster's
  *   `error` and `unexpectedly_unpinned` states; repair: Cluster's recover).
- * - kubo-pin-unknown-to-cluster: Kubo pins it recursively, Cluster does not (no repair: it
- *   may be an operator's own pin).
+ * - kubo-pin-unknown-to-cluster: Kubo pins it recursively, Cluster does not (left by a Cluster
+ *   peer killed between dropping a pin from its state and unpinning it in Kubo; repair: unpin
+ *   in Kubo when no record holds the content, the node being the service's own).
  * - storage-counter: a user's storage counter differs from a count of their records.
  * - folder-file-count: a folder's fileCount differs from its files.
  * - ipns-name-count: a user's names counter (the plan's limit counts it) differs from their names.
