@@ -51,6 +51,9 @@ export function createPinActivities(deps: ActivityDeps) {
    * unless someone else holds it (activities/holds.ts). Throws when Cluster is unreachable.
    */
   async function requestClusterPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<'requested' | 'gone'> {
+    // Logged first, as every hold's change is (infra/hold-sync.ts): the sweep then checks this
+    // content again, and finds a pin that a crashed Cluster forgot (HOLD_CHANGE_RECHECK_MS).
+    await db.holdChanges.append(input.multihash, input.cid);
     await clusterPin(input.cid, input.origins);
     const pin = await db.pins.get(input.key);
     if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
@@ -148,8 +151,16 @@ export function createPinActivities(deps: ActivityDeps) {
     async completePin(input: PinRef & { size: number | null }): Promise<void> {
       const userId = userOfContentKey(input.key);
       await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
-      const pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
-      if (!pinned) return;
+      let pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
+      if (!pinned) {
+        // A retry of this step after a worker died between the two writes (measured by npm run
+        // chaos): the request is pinned, and maybe not counted. A user has one request per
+        // content, so a holding document that counts no pin says this one never was.
+        const current = await db.pins.get(input.key);
+        if (current?.requestId !== input.requestId || current.status !== 'pinned') return;
+        if (((await db.usage.holding(userId, current.multihash))?.pin ?? 0) > 0) return;
+        pinned = current;
+      }
       const held = await db.usage.hold(userId, pinned.multihash, 'pin', pinned.size ?? 0);
       await db.activity.tryRecord(userId, Date.now(), { storedBytes: held.used });
     },

@@ -166,6 +166,17 @@ export const HOLD_CHANGE_SETTLE_MS = 5_000;
 /** Checked changes stay in the log this long behind the watermark before they are deleted, so
  * a round that started from an older watermark (a retry, a slower round) still finds them. */
 export const HOLD_CHANGE_RETAIN_MS = 10 * 60_000;
+/**
+ * Each sweep round checks again the changes this long before its watermark. A Cluster peer
+ * killed with SIGKILL forgets the pins and unpins it acknowledged in its last seconds (measured
+ * by `npm run chaos`: about 20 of 800 under load); a round that had already seen them pinned
+ * would have moved past them. Rounds fail while Cluster is down, so the watermark waits, and
+ * the first round after a restart, however long the outage, looks back over the crash.
+ */
+export const HOLD_CHANGE_RECHECK_MS = 2 * 60_000;
+/** How long a request whose record is written retries the steps that complete it while
+ * MongoDB does not answer (api/usecases/content.ts, completing). */
+export const RECORD_COMPLETION_MS = 15_000;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
 

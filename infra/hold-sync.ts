@@ -46,7 +46,14 @@ export async function announceHoldChange(deps: HoldSyncDeps, multihash: string, 
   await deps.db.holdChanges.append(multihash, cid);
   const { cluster, config } = deps;
   if (added && cluster && config && (await pinAdded(deps, createClusterPinner({ cluster, config }), multihash, cid, added))) return;
-  await requestSync(deps.jobs, multihash, cid, added);
+  try {
+    await requestSync(deps.jobs, multihash, cid, added);
+  } catch {
+    // Temporal unreachable. The change is logged, so the sweep's next round after Temporal is
+    // back asks for this sync (activities/holds.ts): the change the caller made has happened,
+    // and failing its request now would tell the client otherwise (measured by npm run chaos:
+    // a delete answered 503 with its record gone).
+  }
 }
 
 /**
@@ -63,9 +70,10 @@ async function pinAdded(deps: HoldSyncDeps, pin: ClusterPinner, multihash: strin
   } catch {
     return false;
   }
-  if (!held) await requestSync(deps.jobs, multihash, cid);
+  // Temporal unreachable: the logged change is the sweep's (as in announceHoldChange).
+  if (!held) await requestSync(deps.jobs, multihash, cid).catch(() => undefined);
   // A kind with origins (none today: pin requests pin through their own workflow) gets them.
-  else if (held.origins.length > 0) await requestSync(deps.jobs, multihash, cid, added);
+  else if (held.origins.length > 0) await requestSync(deps.jobs, multihash, cid, added).catch(() => undefined);
   return true;
 }
 

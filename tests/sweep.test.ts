@@ -1,6 +1,6 @@
 // The sweep is incremental: it checks only the content whose holds changed since its watermark
 // (the change log every change writes before its signal), so a change whose signal never went
-// out is repaired by one round, and a round with nothing changed touches nothing. The full
+// out is repaired by one round, and a round with nothing changed signals nothing. The full
 // comparison is the audit's (`npm run admin -- check --repair`, tests/audit.test.ts).
 import type { ApiServer } from '../api/server.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
@@ -76,7 +76,7 @@ test('every change is logged before it is signalled', async () => {
   expect(await api.deps.db.holdChanges.model.countDocuments({ multihash })).toBe(2);
 });
 
-test('a hold whose signal never went out is pinned after one round; a round with nothing changed checks nothing', async () => {
+test('a hold whose signal never went out is pinned after one round; a round with nothing changed signals nothing', async () => {
   const cid = await freshContent('unsignalled hold');
   await fileWithoutSignal(cid);
   // An entry that is not a CID (a bug's, or typed by hand) must not stop the round.
@@ -93,8 +93,11 @@ test('a hold whose signal never went out is pinned after one round; a round with
   // The watermark passed the change.
   expect(await api.deps.db.holdChanges.watermark()).toBeGreaterThanOrEqual(logged);
 
+  // The next round looks back over the last two minutes again (HOLD_CHANGE_RECHECK_MS: what a
+  // crashed Cluster forgot), finds them in step, and signals nothing.
   const idle = await sweepRound();
-  expect({ checked: idle.checked, resynced: idle.resynced }).toEqual({ checked: 0, resynced: 0 });
+  expect(idle.checked).toBeGreaterThanOrEqual(1);
+  expect(idle.resynced).toBe(0);
 }, 60_000);
 
 test('a removed hold whose signal never went out is unpinned after one round', async () => {

@@ -110,6 +110,12 @@ export function asStupaError(err: unknown): StupaError | undefined {
   ) {
     return new Unavailable('mongodb');
   }
+  // A bulk write (insertMany, bulkWrite) wraps the connection's failure in its own error
+  // (measured by npm run chaos: "MongoBulkWriteError: connection 8 to 127.0.0.1:… closed" as
+  // FerretDB was killed).
+  if (name === 'MongoBulkWriteError' && /connection .* closed|ECONNRESET|ECONNREFUSED|not connected/i.test((err as Error).message)) {
+    return new Unavailable('mongodb');
+  }
   // The Temporal client gives up on an unreachable frontend with a ServiceError.
   if (err instanceof ServiceError) return new Unavailable('temporal');
   if (err instanceof LockTimeout) return new Busy();

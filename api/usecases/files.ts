@@ -5,7 +5,7 @@ import type { FileRecord } from '../../infra/db/files.js';
 import { looksLikeFileId } from '../../infra/db/files.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { FILES_NAMED_IN_CONFLICT } from '../../infra/constants.js';
-import { cidInput, holdsChanged } from './content.js';
+import { cidInput, completing, holdsChanged } from './content.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, NotFound } from './errors.js';
 import { decodeCursor, toPage } from './pages.js';
@@ -106,8 +106,9 @@ export async function moveFile(deps: FileDeps, userId: string, ref: FileRef, fol
 export async function removeFile(deps: Pick<UseCaseDeps, 'db'>, file: FileRecord): Promise<boolean> {
   const removed = await deps.db.files.delete(file._id);
   if (!removed) return false;
-  const released = await deps.db.usage.release(removed.userId, removed.multihash, 'file');
-  await fileMoved(deps.db, removed.folderId, null);
+  // The record is gone: what completes its removal is retried through a short MongoDB outage.
+  const released = await completing(() => deps.db.usage.release(removed.userId, removed.multihash, 'file'));
+  await completing(() => fileMoved(deps.db, removed.folderId, null));
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
   return true;
 }
@@ -117,7 +118,7 @@ export async function deleteFile(deps: RemoveDeps, userId: string, ref: FileRef)
   const file = await findFile(deps, userId, ref);
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   if (!(await removeFile(deps, file))) throw new NotFound('file');
-  await holdsChanged(deps, cidInput(file.cid));
+  await completing(() => holdsChanged(deps, cidInput(file.cid)));
   return file;
 }
 

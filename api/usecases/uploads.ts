@@ -12,7 +12,7 @@ import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
-import { assertStorageFits, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
+import { assertStorageFits, completing, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
 import { fileMoved } from './files.js';
@@ -237,11 +237,12 @@ async function recordFile(
     await deps.db.usage.add(user._id, { used: -reserved }).catch(() => undefined);
     throw err;
   }
+  // The record is written: what completes it is retried through a short MongoDB outage.
   let stored = 0;
-  if (!written.created) await deps.db.usage.add(user._id, { used: -reserved });
-  else stored = (await deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved)).used;
+  if (!written.created) await completing(() => deps.db.usage.add(user._id, { used: -reserved }));
+  else stored = (await completing(() => deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved))).used;
   await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
-  if (written.created) await fileMoved(deps.db, null, written.file.folderId);
-  await holdsChanged(deps, cid, { kind: 'file', key: written.file._id });
+  if (written.created) await completing(() => fileMoved(deps.db, null, written.file.folderId));
+  await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id }));
   return written.file;
 }

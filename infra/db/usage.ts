@@ -292,6 +292,9 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
 
     /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
      * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
+    /** How many records of each kind the user's holding document of the content counts. */
+    holding: (userId: string, multihash: string) => Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
+
     async cost(userId: string, multihash: string, kind: HoldKind, size: number): Promise<number> {
       const before = await Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec();
       return difference(weigh(stepped(before, kind, 1, size)), weigh(before)).used;
