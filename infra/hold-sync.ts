@@ -42,8 +42,15 @@ export interface HoldSyncDeps {
   config?: Pick<Config, 'cluster'>;
 }
 
-export async function announceHoldChange(deps: HoldSyncDeps, multihash: string, cid: string, added?: HolderRef): Promise<void> {
-  await deps.db.holdChanges.append(multihash, cid);
+export async function announceHoldChange(
+  deps: HoldSyncDeps,
+  multihash: string,
+  cid: string,
+  added?: HolderRef,
+  options: { logged?: boolean } = {},
+): Promise<void> {
+  // `logged`: the caller appended it before writing the record (api/usecases/uploads.ts).
+  if (!options.logged) await deps.db.holdChanges.append(multihash, cid);
   const { cluster, config } = deps;
   if (added && cluster && config && (await pinAdded(deps, createClusterPinner({ cluster, config }), multihash, cid, added))) return;
   try {

@@ -80,8 +80,9 @@ export async function holdsChanged(
   deps: { db: Database; jobs: Jobs; cluster?: ClusterClient; config?: Pick<Config, 'cluster'> },
   cid: ParsedCid,
   added?: HolderRef,
+  options: { logged?: boolean } = {},
 ): Promise<void> {
-  await announceHoldChange(deps, cid.multihash, cid.v1, added);
+  await announceHoldChange(deps, cid.multihash, cid.v1, added, options);
 }
 
 /**

@@ -213,6 +213,9 @@ async function recordFile(
   }
   const reserved = await deps.db.usage.cost(user._id, cid.multihash, 'file', added.size);
   await reserveStorage(deps.db, user._id, plan, reserved);
+  // Logged before the record, as every hold's change is (infra/hold-sync.ts): an API process
+  // killed right after the insert leaves a change the sweep pins (measured by npm run chaos).
+  await deps.db.holdChanges.append(cid.multihash, cid.v1);
   const now = Date.now();
   let written: { file: FileRecord; created: boolean };
   try {
@@ -243,6 +246,6 @@ async function recordFile(
   else stored = (await completing(() => deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved))).used;
   await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
   if (written.created) await completing(() => fileMoved(deps.db, null, written.file.folderId));
-  await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id }));
+  await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id }, { logged: true }));
   return written.file;
 }
