@@ -41,12 +41,12 @@ function ensureDependencies() {
   const lock = path.join(root, 'package-lock.json');
   const fresh = fs.existsSync(marker) && (!fs.existsSync(lock) || fs.statSync(marker).mtimeMs >= fs.statSync(lock).mtimeMs);
   if (fresh) return;
-  // `npm install`, not `npm ci`: measured with npm 11 here, `npm ci` refuses this lock file
-  // (even one it just wrote) for "missing" optional platform packages of @swc/core and
-  // unrs-resolver that the lock rightly leaves out; `npm install` follows the same lock.
-  log('installing npm dependencies (npm install, from package-lock.json)');
+  // `npm ci`, as CI and the Dockerfile install: exactly the lock, refused when it disagrees
+  // with package.json (the lock carries the optional platform packages of @swc/core and
+  // unrs-resolver that npm 11 wants, so it is accepted as it is).
+  log('installing npm dependencies (npm ci, from package-lock.json)');
   const started = Date.now();
-  const res = spawnSync('npm', ['install', '--no-audit', '--no-fund'], {
+  const res = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
   });
