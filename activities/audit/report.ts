@@ -7,7 +7,7 @@
 // later, all of a page's suspects after one wait, and reported only if it still differs.
 import pLimit from 'p-limit';
 import { AUDIT_CONCURRENCY, AUDIT_SECOND_LOOK_MS } from '../../infra/constants.js';
-import { AUDIT_LISTED, type AuditPart, type Disagreement, type DisagreementKind } from '../../infra/temporal/contracts/audit.js';
+import { AUDIT_LISTED, type AuditPart, type Disagreement } from '../../infra/temporal/contracts/audit.js';
 
 /** The second look: the disagreement if it is still there, else null. */
 export type SecondLook = () => Promise<Disagreement | null>;
@@ -37,7 +37,6 @@ export function createFindings() {
       await new Promise((resolve) => setTimeout(resolve, AUDIT_SECOND_LOOK_MS));
       for (const d of await Promise.all(now.map((look) => limit(look)))) if (d) found(d);
     },
-    count: (kind: DisagreementKind) => part.found[kind] ?? 0,
   };
 }
 
