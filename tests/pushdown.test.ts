@@ -307,3 +307,25 @@ test('concurrent updates of one document lose nothing', async () => {
     await conn.close();
   }
 });
+
+test('an update command of 250 statements (a bulkWrite of updateOne) completes, and the server goes on answering', async () => {
+  const conn = await mongoose.createConnection(uri()).asPromise();
+  const docs = conn.db!.collection<{ _id: string; n: number }>(`bulk_${crypto.randomBytes(4).toString('hex')}`);
+  try {
+    await docs.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: `d${i}`, n: 0 })));
+    // Before patch 0005 each statement held a connection of the pool's 100 until the command
+    // ended: this command waited for ever, and so did every request after it.
+    const written = await docs.bulkWrite(
+      Array.from({ length: 250 }, (_, i) => ({
+        updateOne: { filter: { _id: `d${i}` }, update: { $set: { n: i + 1 } }, upsert: true },
+      })),
+      { ordered: false },
+    );
+    expect(written.modifiedCount + written.upsertedCount).toBe(250);
+    expect(await docs.countDocuments({ n: { $gt: 0 } })).toBe(250);
+    expect((await docs.findOne({ _id: 'd249' }))?.n).toBe(250);
+  } finally {
+    await docs.drop();
+    await conn.close();
+  }
+}, 30_000);
