@@ -22,9 +22,17 @@
 // in infra/db/index.ts and announces its changes with `announceHoldChange`.
 import pLimit from 'p-limit';
 import { tryParseCid } from '../infra/cid.js';
-import { HOLD_CHANGE_PAGE, HOLD_CHANGE_RECHECK_MS, HOLD_CHANGE_RETAIN_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import {
+  COUNT_CHECK_AFTER_MS,
+  HOLD_CHANGE_PAGE,
+  HOLD_CHANGE_RECHECK_MS,
+  HOLD_CHANGE_RETAIN_MS,
+  HOLD_CHANGE_SETTLE_MS,
+} from '../infra/constants.js';
 import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
+import type { SweepHolds } from '../infra/temporal/contracts/sweep.js';
+import { createCountCheck } from './counts.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createHoldActivities(deps: ActivityDeps) {
@@ -96,7 +104,8 @@ export function createHoldActivities(deps: ActivityDeps) {
     /**
      * The sweep's round, incremental: checks only the content whose holds changed since the
      * last round, as the change log has it (infra/db/hold-changes.ts; every change is logged
-     * before its signal, infra/hold-sync.ts), and asks the sync workflow of each one whose
+     * before its signal, infra/hold-sync.ts), and the counters those changes moved
+     * (activities/counts.ts), and asks the sync workflow of each one whose
      * Cluster pin does not match its holds to run. It repairs what a lost signal (Temporal
      * down right after a hold changed) would leave behind, in work proportional to the
      * changes, not to all content. The audit (activities/audit/) is the full comparison.
@@ -107,14 +116,20 @@ export function createHoldActivities(deps: ActivityDeps) {
      * the same read plus a Cluster pin or unpin, while nearly every change was already synced
      * by its own signal.
      */
-    async resyncDifferences(): Promise<{ checked: number; resynced: number }> {
+    async resyncDifferences(): Promise<SweepHolds> {
+      const watermark = await db.holdChanges.watermark();
       // Looking back HOLD_CHANGE_RECHECK_MS as well: what a crashed Cluster forgot (constants.ts).
-      const from = Math.max(0, (await db.holdChanges.watermark()) - HOLD_CHANGE_RECHECK_MS);
+      const from = Math.max(0, watermark - HOLD_CHANGE_RECHECK_MS);
       const upTo = Date.now() - HOLD_CHANGE_SETTLE_MS;
-      if (upTo <= from) return { checked: 0, resynced: 0 };
+      if (upTo <= from) return { checked: 0, resynced: 0, countsChecked: 0, recounted: 0, foldersSet: 0 };
+      // Each change's counters are checked once, in the round that finds it COUNT_CHECK_AFTER_MS old.
+      const counts = createCountCheck(deps);
+      const countsFrom = watermark - COUNT_CHECK_AFTER_MS;
+      const countsUpTo = upTo - COUNT_CHECK_AFTER_MS;
       const seen = new Set<string>();
       let resynced = 0;
       for (let page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE); page.length > 0;) {
+        for (const c of page) if (c.at > countsFrom && c.at <= countsUpTo) counts.note(c);
         // An entry whose CID does not parse (written by a bug, or by hand) is passed over: asking
         // Cluster about it would fail the round, and every retry of it, for good.
         const fresh = page.filter((c) => tryParseCid(c.cid) !== undefined && !seen.has(c.multihash) && seen.add(c.multihash));
@@ -127,9 +142,10 @@ export function createHoldActivities(deps: ActivityDeps) {
         await db.holdChanges.advance(last.at - 1);
         page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE, last._id);
       }
+      const counted = await counts.settle();
       await db.holdChanges.advance(upTo);
       await db.holdChanges.deleteBefore(upTo - HOLD_CHANGE_RETAIN_MS);
-      return { checked: seen.size, resynced };
+      return { checked: seen.size, resynced, ...counted };
     },
   };
 }

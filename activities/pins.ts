@@ -148,9 +148,12 @@ export function createPinActivities(deps: ActivityDeps) {
     /** Marks the request `pinned` and counts it as a hold of the user's storage, once: only
      * the call that made the transition counts it (a delete releases what it removed), and
      * content the user holds already (uploaded as a file) adds nothing (infra/db/usage.ts). */
-    async completePin(input: PinRef & { size: number | null }): Promise<void> {
+    async completePin(input: PinRef & { size: number | null; cid?: string; multihash?: string }): Promise<void> {
       const userId = userOfContentKey(input.key);
       await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
+      // Logged with the counters it moves, for the sweep (activities/counts.ts). (A workflow
+      // started before this was logged passes no CID: it is counted as before.)
+      if (input.cid && input.multihash) await db.holdChanges.append(input.multihash, input.cid, { userId });
       let pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
       if (!pinned) {
         // A retry of this step after a worker died between the two writes (measured by npm run

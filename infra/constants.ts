@@ -177,6 +177,11 @@ export const HOLD_CHANGE_RECHECK_MS = 2 * 60_000;
 /** How long a request whose record is written retries the steps that complete it while
  * MongoDB does not answer (api/usecases/content.ts, completing). */
 export const RECORD_COMPLETION_MS = 15_000;
+/** The sweep checks the counters a logged change moves (activities/counts.ts) once it is this
+ * old, when its request has completed them or is dead; what differs is looked at again after the
+ * second look. */
+export const COUNT_CHECK_AFTER_MS = RECORD_COMPLETION_MS + 5_000;
+export const COUNT_SECOND_LOOK_MS = 2_000;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
 
@@ -192,6 +197,10 @@ export const ACTIVITY_MAX_DAYS = 366;
  */
 export const USAGE_REBUILD_LOCK_MS = 10 * 60_000;
 export const USAGE_REBUILD_WAIT_MS = 60_000;
+/** A recount beside traffic (infra/db/usage.ts) waits this long after it stops new writes of
+ * the user: writes begun before finish within it (the steps after a record retry for
+ * RECORD_COMPLETION_MS; a single write fails within the driver's 5 s server selection). */
+export const USAGE_RECOUNT_SETTLE_MS = 2 * RECORD_COMPLETION_MS;
 /** Characters of a user's gateway slug (infra/db/gateway-slugs.ts): a letter, then [a-z0-9]. */
 export const GATEWAY_SLUG_LENGTH = 12;
 /** A slug's owner, once found, is remembered this long per process (owners never change). */

@@ -4,7 +4,8 @@
 // comparison is the audit's (`npm run admin -- check --repair`, tests/audit.test.ts).
 import type { ApiServer } from '../api/server.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
-import { HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
@@ -107,6 +108,7 @@ test('a removed hold whose signal never went out is unpinned after one round', a
   await eventually(() => pinnedInCluster(cid.v1), Boolean, 30_000, 'pinned after upload');
 
   expect(await api.deps.db.files.delete(res.body.id)).not.toBeNull();
+  await api.deps.db.usage.release(user.userId, cid.multihash, 'file'); // counted, as a delete does
   await api.deps.db.holdChanges.append(cid.multihash, cid.v1);
   const before = await api.deps.db.holdChanges.watermark();
   await settle();
@@ -128,3 +130,44 @@ test('a change that was never logged is left alone by the sweep (the audit finds
   await sweepRound();
   expect(await pinnedInCluster(cid.v1)).toBe(false);
 });
+
+test('counters a killed request left behind: the round that finds its change settled recounts the user and sets the folder count', async () => {
+  const broken = await createUser(api);
+  const folderId = (await call(api, 'POST', '/folders', { key: broken.apiKey, body: { name: 'counted' } })).body.folderId as string;
+  const uploaded = await call(api, 'POST', '/upload/new', { key: broken.apiKey, body: { content: `died ${Date.now()}`, folderId } });
+  expect(uploaded.status).toBe(201);
+  // Another user's upload at the same moment, whose counters are right.
+  expect((await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `lived ${Date.now()}` } })).status).toBe(201);
+  // And one whose process died between its holding document and the user's counters: the
+  // holding is right and says it was still settling.
+  const halfway = await createUser(api);
+  const halfwayUpload = await call(api, 'POST', '/upload/new', { key: halfway.apiKey, body: { content: `halfway ${Date.now()}` } });
+  const halfwaySize = halfwayUpload.body.size as number;
+  // What an API process killed between the record and its counters leaves (its change was
+  // logged before the record): the holding and the folder one file short.
+  const { db } = api.deps;
+  const size = uploaded.body.size as number;
+  await db.usage.release(broken.userId, parseCid(uploaded.body.cid).multihash, 'file');
+  await db.folders.adjustFileCount(folderId, -1);
+  expect(await db.usage.used(broken.userId)).toBe(0);
+  const halfwayHolding = userContentKey(halfway.userId, parseCid(halfwayUpload.body.cid).multihash);
+  await db.usage.holds.updateOne({ _id: halfwayHolding }, { $inc: { settling: 1 } }).exec();
+  await db.usage.add(halfway.userId, { files: -halfwaySize });
+  expect(await db.usage.used(halfway.userId)).toBe(0);
+
+  // Checked once COUNT_CHECK_AFTER_MS old.
+  await new Promise((r) => setTimeout(r, COUNT_CHECK_AFTER_MS + HOLD_CHANGE_SETTLE_MS + 500));
+  const round = await sweepRound();
+  expect(round.countsChecked).toBeGreaterThanOrEqual(4); // three holdings and the folder
+  expect(round.recounted).toBe(2);
+  expect(round.foldersSet).toBe(1);
+  expect(await db.usage.used(broken.userId)).toBe(size);
+  expect(await db.usage.holdingAgrees(broken.userId, parseCid(uploaded.body.cid).multihash)).toBe(true);
+  expect((await db.folders.findForUser(broken.userId, folderId))?.fileCount).toBe(1);
+  expect(await db.usage.used(halfway.userId)).toBe(halfwaySize);
+  expect((await db.usage.holds.findById(halfwayHolding).lean().exec())?.settling).toBe(0);
+
+  // Checked once: the next round passes it by.
+  const next = await sweepRound();
+  expect(next.recounted).toBe(0);
+}, 120_000);

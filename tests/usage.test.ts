@@ -4,6 +4,7 @@
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { USAGE_RECOUNT_SETTLE_MS } from '../infra/constants.js';
 import { newFileId } from '../infra/db/files.js';
 import { bytes, collect, kubo, MiB, multipart, postStream } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -71,7 +72,7 @@ test('the same content uploaded 10 times at once under 10 names is 10 files, cou
   expect(await counterAndSum(user.userId)).toEqual({ counter: content.length, files: content.length, pinned: 0, sum: content.length });
   // The holding document counts the ten records.
   const [hold] = await api.deps.db.usage.holds.find({ userId: user.userId }).lean().exec();
-  expect(hold).toMatchObject({ file: 10, size: content.length });
+  expect(hold).toMatchObject({ file: 10, size: content.length, settling: 0 }); // every step's counters written
 
   // The same upload repeated at once (a client retrying) is one file.
   const retries = await Promise.all(Array.from({ length: 10 }, () => upload(user, content, { name: 'retried' })));
@@ -103,6 +104,29 @@ test('replace, delete and recursive folder delete keep the counter equal to the 
   expect((await call(api, 'DELETE', `/folders/${outer.body.folderId}?recursive=true`, { key: user.apiKey })).status).toBe(200);
   expect(await counterAndSum(user.userId)).toEqual({ counter: 0, files: 0, pinned: 0, sum: 0 });
 }, 60_000);
+
+test('a recount beside traffic: the writes that come during it wait for it, and the counter ends equal to the records', async () => {
+  const user = await createUser(api);
+  const first = await upload(user, 'first '.repeat(500));
+  // What an API process killed between a record and its count leaves: the counters too low.
+  await api.deps.db.usage.release(user.userId, parseCid(first.body.cid).multihash, 'file');
+  expect((await counterAndSum(user.userId)).counter).toBe(0);
+
+  const recount = api.deps.db.usage.recount(user.userId);
+  await new Promise((resolve) => setTimeout(resolve, 1_000)); // the recount has stopped new writes
+  const started = Date.now();
+  const writes = await Promise.all([
+    ...Array.from({ length: 5 }, (_, i) => upload(user, `during ${i} `.repeat(300))),
+    call(api, 'DELETE', `/files/${first.body.id}`, { key: user.apiKey }),
+  ]);
+  const recounted = await recount;
+  expect(writes.map((w) => w.status)).toEqual([201, 201, 201, 201, 201, 200]);
+  // They waited for the recount (USAGE_RECOUNT_SETTLE_MS) and were counted after it.
+  expect(Date.now() - started).toBeGreaterThan(USAGE_RECOUNT_SETTLE_MS - 5_000);
+  expect(recounted.used).toBe(3000); // the first file counted again, before the writes that waited
+  const sum = writes.slice(0, 5).reduce((n, w) => n + w.body.size, 0);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: sum, files: sum, pinned: 0, sum });
+}, 120_000);
 
 test('a pin counts its size once pinned, and no longer once deleted', async () => {
   const user = await createUser(api);

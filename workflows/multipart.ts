@@ -8,10 +8,14 @@ import type { Activities } from '../activities/index.js';
 import type { MultipartCleanupWorkflow, MultipartResult, MultipartWorkflow } from '../infra/temporal/contracts/multipart.js';
 
 const retry = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' };
-const { assembleMultipart } = proxyActivities<Activities>({ startToCloseTimeout: '2h', heartbeatTimeout: '20s', retry });
+// Each step heartbeats (activities/heartbeat.ts): a worker that dies under one is noticed within
+// the heartbeat timeout, and CompleteMultipartUpload, which waits for the steps, answers soon
+// after a live worker retries it.
+const { assembleMultipart } = proxyActivities<Activities>({ startToCloseTimeout: '2h', heartbeatTimeout: '10s', retry });
 const { awaitSnapshotPinned } = proxyActivities<Activities>({ startToCloseTimeout: '24h', heartbeatTimeout: '30s', retry });
 const { commitMultipart, dropMultipartParts, cleanAbandonedMultipart } = proxyActivities<Activities>({
   startToCloseTimeout: '10m',
+  heartbeatTimeout: '10s',
   retry,
 });
 

@@ -35,7 +35,7 @@ export const pinWorkflow: PinWorkflow = async (input): Promise<PinResult> => {
 
   if ('gone' in outcome) return 'gone';
   if (outcome.pinned) {
-    await local.completePin({ ...ref, size: outcome.size });
+    await local.completePin({ ...ref, cid: input.cid, multihash: input.multihash, size: outcome.size });
     return 'pinned';
   }
   await local.failPin({

@@ -20,27 +20,35 @@ import type { ActivityDeps } from '../deps.js';
 import { createFindings, type Findings } from './report.js';
 
 const same = (a: Weight, b: Weight) => a.files === b.files && a.pinned === b.pinned && a.used === b.used;
+const agree = (c: { stored: Weight; fromRecords: Weight; holdingsOff: number }) => same(c.stored, c.fromRecords) && c.holdingsOff === 0;
 const show = (w: Weight) => `files ${w.files}, pinned ${w.pinned}, used ${w.used}`;
 
 export function createAccountAudit(deps: ActivityDeps) {
   const { db, jobs, config } = deps;
 
-  async function storage(f: Findings, user: User): Promise<void> {
+  async function storage(f: Findings, user: User, repair: boolean, beat: () => void): Promise<void> {
     const first = await db.usage.compare(user._id);
-    if (!first || same(first.stored, first.fromRecords)) return;
+    if (!first || agree(first)) return;
     f.suspect(async () => {
       const compared = await db.usage.compare(user._id);
-      if (!compared || same(compared.stored, compared.fromRecords)) return null;
+      if (!compared || agree(compared)) return null;
+      let repaired: string | undefined;
+      if (repair) {
+        const now = await db.usage.recount(user._id, beat);
+        repaired = `recounted: ${show(now)}`;
+      }
+      const holdings = compared.holdingsOff > 0 ? `; ${compared.holdingsOff} holding documents off` : '';
       return {
         kind: 'storage-counter',
         subject: user._id,
         userId: user._id,
-        detail: `counter: ${show(compared.stored)}; records: ${show(compared.fromRecords)} (repair an idle account with usage recount)`,
+        detail: `counter: ${show(compared.stored)}; records: ${show(compared.fromRecords)}${holdings}`,
+        ...(repaired ? { repaired } : {}),
       };
     });
   }
 
-  async function folders(f: Findings, user: User): Promise<void> {
+  async function folders(f: Findings, user: User, repair: boolean): Promise<void> {
     let after: { createdAt: number; id: string } | undefined;
     for (;;) {
       const page: FolderRecord[] = await db.folders.list(user._id, { after, limit: AUDIT_PAGE });
@@ -52,11 +60,14 @@ export function createAccountAudit(deps: ActivityDeps) {
           const again = await db.folders.findForUser(user._id, folder._id);
           const files = await db.files.countInFolder(user._id, folder._id);
           if (!again || again.fileCount === undefined || again.fileCount === files) return null;
+          // Set only if the count did not move since it was read: a move in flight wins.
+          const repaired = repair && (await db.folders.setFileCount(folder._id, again.fileCount, files));
           return {
             kind: 'folder-file-count',
             subject: folder._id,
             userId: user._id,
             detail: `fileCount ${again.fileCount}; files in it ${files}`,
+            ...(repaired ? { repaired: `set to ${files}` } : {}),
           };
         });
       }
@@ -126,8 +137,8 @@ export function createAccountAudit(deps: ActivityDeps) {
       const page = (await db.users.list(AUDIT_PAGE, after)) ?? [];
       for (const user of page) {
         f.checked('users');
-        await storage(f, user);
-        await folders(f, user);
+        await storage(f, user, repair, progress);
+        await folders(f, user, repair);
         await names(f, user, repair);
         await pins(f, user, repair);
         progress();

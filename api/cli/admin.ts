@@ -21,7 +21,7 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   plans                                        list the configured plans
   usage recount --user ID                      recompute a user's storage counter (distinct content:
                                                held as a file and a pin counts once) from the
-                                               records (a repair, for an idle account)
+                                               records (a repair; the user's writes wait ~30 s)
   check [--repair]                             the audit: holds, Cluster and Kubo, counters, parts and
                                                workflows compared (a running worker does it); exit 0
                                                only when nothing disagrees; --repair fixes what has one

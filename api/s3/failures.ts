@@ -48,7 +48,9 @@ export function toS3Error(err: unknown): S3Error | undefined {
   if (!known) return undefined;
   const code = BY_REASON[known.reason];
   if (code) return new S3Error(code, known.details);
-  return new S3Error(byClass(known), known.details);
+  // A service that is back in a moment says when, as the REST API does (SDKs back off anyway).
+  const retry = 'retryAfterS' in known && typeof known.retryAfterS === 'number' ? { 'retry-after': String(known.retryAfterS) } : undefined;
+  return new S3Error(byClass(known), known.details, {}, retry);
 }
 
 function byClass(err: StupaError): S3ErrorCode {

@@ -92,8 +92,11 @@ export async function renameFile(deps: FileDeps, userId: string, ref: FileRef, n
 /** Moves a file into one of the caller's folders, or to the top level with `null`. */
 export async function moveFile(deps: FileDeps, userId: string, ref: FileRef, folderId: string | null): Promise<FileRecord> {
   if (folderId !== null && !(await deps.db.folders.findForUser(userId, folderId))) throw new NotFound('folder');
-  const moved = await changeFile(deps, await findFile(deps, userId, ref), { folderId });
-  await fileMoved(deps.db, moved.previous.folderId, folderId);
+  const file = await findFile(deps, userId, ref);
+  // The folders' counts move after the record: logged first, for the sweep (activities/counts.ts).
+  await deps.db.holdChanges.append(file.multihash, file.cid, { userId, folders: [file.folderId, folderId] });
+  const moved = await changeFile(deps, file, { folderId });
+  await completing(() => fileMoved(deps.db, moved.previous.folderId, folderId));
   return moved.file;
 }
 
@@ -101,9 +104,12 @@ export async function moveFile(deps: FileDeps, userId: string, ref: FileRef, fol
  * Deletes one file record; the content stays pinned while anything else holds it. What the
  * delete removed releases its hold (infra/db/usage.ts): a file deleted concurrently by two
  * requests is released once, by whichever removed it. The caller announces the hold change
- * and has called `usage.ensure` first.
+ * (logged here) and has called `usage.ensure` first.
  */
 export async function removeFile(deps: Pick<UseCaseDeps, 'db'>, file: FileRecord): Promise<boolean> {
+  // Logged before the record goes, with the counters its removal moves (activities/counts.ts):
+  // the caller's announcement of the change is `logged`.
+  await deps.db.holdChanges.append(file.multihash, file.cid, { userId: file.userId, folders: [file.folderId] });
   const removed = await deps.db.files.delete(file._id);
   if (!removed) return false;
   // The record is gone: what completes its removal is retried through a short MongoDB outage.
@@ -118,7 +124,7 @@ export async function deleteFile(deps: RemoveDeps, userId: string, ref: FileRef)
   const file = await findFile(deps, userId, ref);
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   if (!(await removeFile(deps, file))) throw new NotFound('file');
-  await completing(() => holdsChanged(deps, cidInput(file.cid)));
+  await completing(() => holdsChanged(deps, cidInput(file.cid), undefined, { logged: true }));
   return file;
 }
 

@@ -142,7 +142,7 @@ export async function deleteFolder(deps: FolderDeps, userId: string, folderId: s
   for (const folder of order) {
     for (const file of await deps.db.files.inFolder(userId, folder._id)) {
       await removeFile(deps, file);
-      await holdsChanged(deps, parseCid(file.cid));
+      await holdsChanged(deps, parseCid(file.cid), undefined, { logged: true });
     }
     for (
       let page = await deps.db.snapshots.list(folder._id, { limit: 500 });

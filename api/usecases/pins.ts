@@ -93,15 +93,17 @@ export async function deletePin(deps: PinDeps, userId: string, cid: ParsedCid): 
   await deps.db.usage.ensure(userId); // before any record changes (infra/db/usage.ts)
   if (pin) await removeRequest(deps, pin);
   if (files[0]) await removeFile(deps, files[0]);
-  await holdsChanged(deps, cid);
+  await holdsChanged(deps, cid, undefined, { logged: true });
   return { cid: pin?.cid ?? files[0]!.cid };
 }
 
-/** Removes one pin request (its hold change is the caller's to announce). */
+/** Removes one pin request (its hold change is logged here, the caller's to announce). */
 async function removeRequest(deps: PinDeps, pin: PinRecord): Promise<void> {
   // Cancelled before the record goes: while the record exists, no new request (and so no new
   // workflow under the same ID) can be made for this user and content.
   await deps.jobs.cancel(pinJob, { cid: pin.cid, userId: pin.userId });
+  // Logged before the record goes, with the counter its removal moves (activities/counts.ts).
+  await deps.db.holdChanges.append(pin.multihash, pin.cid, { userId: pin.userId });
   const removed = await deps.db.pins.delete(pin._id);
   // Only a pinned request was counted (activities/pins.ts); whoever removed it releases it.
   if (removed?.status === 'pinned') {
@@ -120,7 +122,9 @@ export async function findPins(
   limit: number,
 ): Promise<{ count: number; results: PinRecord[] }> {
   const [count, results] = await Promise.all([deps.db.pins.countMatching(userId, q), deps.db.pins.search(userId, q, limit)]);
-  return { count, results };
+  // The two reads see different moments: a pin that turned pinned between them is in one and not
+  // the other. A short page is every match, so it is the count; a full page is at least its size.
+  return { count: results.length < limit ? results.length : Math.max(count, results.length), results };
 }
 
 export async function getPinRequest(deps: PinDeps, userId: string, requestId: string): Promise<PinRecord> {
@@ -135,7 +139,7 @@ export async function deletePinRequest(deps: PinDeps, userId: string, requestId:
   const pin = await getPinRequest(deps, userId, requestId);
   await deps.db.usage.ensure(userId);
   await removeRequest(deps, pin);
-  await announceHoldChange(deps, pin.multihash, pin.cid);
+  await announceHoldChange(deps, pin.multihash, pin.cid, undefined, { logged: true });
 }
 
 /**
@@ -150,7 +154,7 @@ export async function replacePinRequest(deps: PinDeps, caller: Caller, requestId
   if (old.multihash !== input.cid.multihash) {
     const made = await requestPin(deps, caller, input);
     await removeRequest(deps, old);
-    await announceHoldChange(deps, old.multihash, old.cid);
+    await announceHoldChange(deps, old.multihash, old.cid, undefined, { logged: true });
     return made;
   }
   await removeRequest(deps, old);

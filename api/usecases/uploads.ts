@@ -211,11 +211,12 @@ async function recordFile(
   if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
     throw new InvalidInput(`folder ${details.folderId} not found`, 'FOLDER_NOT_FOUND');
   }
+  // Logged before the record, as every hold's change is (infra/hold-sync.ts), with the counters
+  // it moves: an API process killed right after the insert leaves a change the sweep pins and
+  // counts (activities/counts.ts; measured by npm run chaos).
+  await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId: user._id, folders: [details.folderId] });
   const reserved = await deps.db.usage.cost(user._id, cid.multihash, 'file', added.size);
   await reserveStorage(deps.db, user._id, plan, reserved);
-  // Logged before the record, as every hold's change is (infra/hold-sync.ts): an API process
-  // killed right after the insert leaves a change the sweep pins (measured by npm run chaos).
-  await deps.db.holdChanges.append(cid.multihash, cid.v1);
   const now = Date.now();
   let written: { file: FileRecord; created: boolean };
   try {

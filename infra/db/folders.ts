@@ -93,6 +93,12 @@ export function createFolderStore(conn: Connection) {
       await Folders.updateOne({ _id: folderId, fileCount: { $exists: true } }, { $inc: { fileCount: delta } }).exec();
     },
 
+    /** Sets a folder's fileCount to `to` if it is still `from` (the audit's repair, from a count
+     * of its files); false when it changed meanwhile. */
+    async setFileCount(folderId: string, from: number, to: number): Promise<boolean> {
+      return (await Folders.updateOne({ _id: folderId, fileCount: from }, { $set: { fileCount: to } }).exec()).modifiedCount === 1;
+    },
+
     /** Remembers the snapshot job last asked for. */
     async setSnapshotDigest(folderId: string, digest: string): Promise<void> {
       await Folders.updateOne({ _id: folderId }, { $set: { snapshotDigest: digest } }).exec();

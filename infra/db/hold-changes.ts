@@ -6,6 +6,17 @@ import crypto from 'node:crypto';
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 
+/**
+ * Whose counters a change moves, when a request moves them after its record (a file's upload,
+ * delete or move): the user's holding of the content (infra/db/usage.ts) and the folders'
+ * fileCount. Logged before the record changes, so a process killed between the record and its
+ * counters leaves the sweep an entry that names them (activities/counts.ts).
+ */
+export interface CountedIn {
+  userId: string;
+  folders?: (string | null | undefined)[];
+}
+
 export interface HoldChange {
   /** `<at, 13 digits>-<random>`: ordered by time, so the `_id` index is the time index and
    * a round pages through the log by `_id` alone. */
@@ -14,6 +25,9 @@ export interface HoldChange {
   cid: string;
   /** When the change was announced (the writer's clock, ms). */
   at: number;
+  /** CountedIn, when the change moves a user's counters. */
+  userId?: string;
+  folders?: string[];
 }
 
 interface Watermark {
@@ -28,6 +42,8 @@ const changeSchema = new Schema<HoldChange>(
     multihash: { type: String, required: true },
     cid: { type: String, required: true },
     at: { type: Number, required: true },
+    userId: { type: String },
+    folders: { type: [String], default: undefined },
   },
   { versionKey: false },
 );
@@ -73,7 +89,7 @@ function groupCommit<T>(write: (batch: T[]) => Promise<void>): (entry: T) => Pro
 export function createHoldChangeStore(conn: Connection) {
   const Changes: Model<HoldChange> = conn.model<HoldChange>('HoldChange', changeSchema, 'hold_changes');
   const Watermarks: Model<Watermark> = conn.model<Watermark>('SweepWatermark', watermarkSchema, 'sweep_state');
-  const appendBatched = groupCommit(async (entries: { multihash: string; cid: string }[]) => {
+  const appendBatched = groupCommit(async (entries: Omit<HoldChange, '_id' | 'at'>[]) => {
     const at = Date.now();
     const docs = entries.map((e) => ({ _id: `${idAt(at)}-${crypto.randomBytes(6).toString('hex')}`, ...e, at }));
     await Changes.insertMany(docs, { ordered: false, lean: true });
@@ -82,8 +98,13 @@ export function createHoldChangeStore(conn: Connection) {
   return {
     model: Changes,
 
-    /** Records that the holds of this content changed; resolves once the entry is stored. */
-    append: (multihash: string, cid: string) => appendBatched({ multihash, cid }),
+    /** Records that the holds of this content changed (and whose counters the change moves);
+     * resolves once the entry is stored. */
+    append(multihash: string, cid: string, counted?: CountedIn): Promise<void> {
+      if (!counted) return appendBatched({ multihash, cid });
+      const folders = (counted.folders ?? []).filter((f): f is string => typeof f === 'string');
+      return appendBatched({ multihash, cid, userId: counted.userId, ...(folders.length > 0 ? { folders } : {}) });
+    },
 
     /** Changes stamped after `after` and at or before `upTo`, oldest first, a page at a time
      * (`afterId`: the previous page's last `_id`). */

@@ -53,14 +53,18 @@ export async function openDatabase(uri: string) {
   const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder, objects.holder]);
   const holdChanges = createHoldChangeStore(connection);
   const locks = createLockStore(connection);
-  // Storage use is counted over distinct content (usage.ts); the records are read only to
-  // rebuild a user counted before, once, and by the operator's recount.
-  const usage = createUsageStore(connection, locks, async (userId) => {
+  // Storage use is counted over distinct content (usage.ts); the records are read to rebuild
+  // a user (counted before, once, or by a recount), and of one content to check a change.
+  const usage = createUsageStore(connection, locks, async (userId, multihash) => {
     type Held = { multihash: string; size: number | null };
+    const of = multihash === undefined ? { userId } : { userId, multihash };
     const [f, p, o] = await Promise.all([
-      files.model.find({ userId }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
-      pins.model.find({ userId, status: 'pinned' }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
-      objects.model.find({ userId }, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      files.model.find(of, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      pins.model
+        .find({ ...of, status: 'pinned' }, { multihash: 1, size: 1 })
+        .lean<Held[]>()
+        .exec(),
+      objects.model.find(of, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
     ]);
     return [
       ...f.map((r) => ({ kind: 'file' as const, multihash: r.multihash, size: r.size ?? 0 })),

@@ -40,7 +40,10 @@
 // one gap, also as before: content whose other hold is removed between the read and the
 // update is counted without a quota check, so `used` can pass the quota by that content's
 // size (never by concurrent new content). A process that dies between a record write and its
-// holding update leaves both off by that record until `npm run admin -- usage recount`.
+// holding update leaves both off by that record: such writes are logged first, naming the user
+// (infra/db/hold-changes.ts), and the sweep recounts a user whose holding of a logged content
+// differs from the records (activities/counts.ts, `recount`, safe beside the user's traffic);
+// the audit compares every user (`compare`) and its repair recounts too.
 //
 // Users counted before (no document, or one without `distinct`) are rebuilt once from their
 // records (`ensure`), under a lock that every writer of that user meets first: whoever
@@ -53,7 +56,7 @@
 // tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS } from '../constants.js';
+import { USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS } from '../constants.js';
 import { coalesceReads, userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
@@ -84,6 +87,9 @@ export interface HoldRecord {
   /** S3 objects of the content (absent on documents from before S3: 0). */
   object?: number;
   size: number;
+  /** Steps whose change of the user's counters is not written yet (see `step`): above 0 once
+   * writes settle, a process died between the two documents. */
+  settling?: number;
 }
 
 /** A change of the counters; `used` defaults to files + pinned (content held one way only). */
@@ -95,8 +101,8 @@ export interface UsageChange {
 
 export type Weight = Required<UsageChange>;
 
-/** What a user's records hold, one entry per record (for the rebuild). */
-export type HoldsFromRecords = (userId: string) => Promise<{ kind: HoldKind; multihash: string; size: number }[]>;
+/** What a user's records hold (of one content, with `multihash`), one entry per record. */
+export type HoldsFromRecords = (userId: string, multihash?: string) => Promise<{ kind: HoldKind; multihash: string; size: number }[]>;
 
 const usageSchema = new Schema<UsageRecord>(
   {
@@ -118,6 +124,7 @@ const holdSchema = new Schema<HoldRecord>(
     pin: { type: Number, required: true },
     object: { type: Number },
     size: { type: BYTES, required: true },
+    settling: { type: Number },
   },
   { versionKey: false },
 );
@@ -157,8 +164,8 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
 
   /**
    * Rebuilds the user's holding documents and counters from the records. Callers hold the
-   * user's lock, and (but for an operator's recount of an idle account) no writer runs: every
-   * writer waits in `ensure`.
+   * user's lock, and no writer runs: every writer waits in `ensure` (`recount` first waits for
+   * the writers that passed it).
    */
   async function tally(userId: string): Promise<{ byContent: Map<string, Partial<HoldRecord>>; total: Weight }> {
     const records = await holdsFromRecords(userId);
@@ -180,12 +187,12 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   async function rebuild(userId: string): Promise<Weight> {
     const { byContent, total } = await tally(userId);
     // Content no record holds any more (left by a process that died mid-change) holds nothing.
-    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0, object: 0 } }).exec();
+    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0, object: 0, settling: 0 } }).exec();
     const entries = [...byContent];
     for (let i = 0; i < entries.length; i += 1000) {
       await Holds.bulkWrite(
         entries.slice(i, i + 1000).map(([_id, doc]) => ({
-          updateOne: { filter: { _id }, update: { $set: { userId, ...doc } }, upsert: true },
+          updateOne: { filter: { _id }, update: { $set: { userId, ...doc, settling: 0 } }, upsert: true },
         })),
         { ordered: false },
       );
@@ -223,11 +230,17 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    * One atomic step of the user's holding document of the content: `step` records of `kind`
    * start (+1) or stop (−1) holding it. The user's counters move by what that changed, less
    * `reserved` bytes of `used` already counted for it. Returns what it changed.
+   *
+   * The counters are a second document, written after: `settling` is raised with the step and
+   * lowered once the counters are written, so a process that dies between the two leaves a
+   * holding document that says so (measured by npm run chaos: a worker killed there left a
+   * pin counted in its holding and not in the counters, which no recount of the holding alone
+   * can see). The sweep and the audit recount a user whose holding stays settling.
    */
   async function step(userId: string, multihash: string, kind: HoldKind, by: 1 | -1, size: number, reserved: number): Promise<Weight> {
     const _id = userContentKey(userId, multihash);
     const update = {
-      $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0, object: kind === 'object' ? by : 0 },
+      $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0, object: kind === 'object' ? by : 0, settling: 1 },
       // Only a holder that starts may raise the size; $max also creates the field at 0.
       $max: { size: by > 0 ? size : 0 },
       $setOnInsert: { userId },
@@ -244,6 +257,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     }
     const changed = difference(weigh(stepped(before, kind, by, by > 0 ? size : 0)), weigh(before));
     await add(userId, { ...changed, used: changed.used - reserved });
+    await Holds.updateOne({ _id }, { $inc: { settling: -1 } }).exec();
     return changed;
   }
 
@@ -292,6 +306,19 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
 
     /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
      * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
+    /**
+     * Whether the user's holding document of the content counts the records that hold it now
+     * (the sweep's check of a logged change, activities/counts.ts): a few reads by index.
+     */
+    async holdingAgrees(userId: string, multihash: string): Promise<boolean> {
+      const [doc, records] = await Promise.all([
+        Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
+        holdsFromRecords(userId, multihash),
+      ]);
+      const counted = records.reduce<Partial<HoldRecord> | null>((d, r) => stepped(d, r.kind, 1, r.size), null);
+      return (doc?.settling ?? 0) === 0 && (['file', 'pin', 'object'] as const).every((k) => (doc?.[k] ?? 0) === (counted?.[k] ?? 0));
+    },
+
     /** How many records of each kind the user's holding document of the content counts. */
     holding: (userId: string, multihash: string) => Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
 
@@ -309,16 +336,39 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
 
     /** The user's counters as stored, and as the records count them (the audit compares them;
      * null: a user counted before `distinct`, rebuilt at their next write). Writes nothing. */
-    async compare(userId: string): Promise<{ stored: Weight; fromRecords: Weight } | null> {
+    async compare(userId: string): Promise<{ stored: Weight; fromRecords: Weight; holdingsOff: number } | null> {
       const stored = await Usage.findById(userId, { files: 1, pinned: 1, used: 1, distinct: 1 }).lean<UsageRecord>().exec();
       if (!stored?.distinct) return null;
-      return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords: (await tally(userId)).total };
+      const { byContent, total } = await tally(userId);
+      // The holding documents too: one that counts a record too few can leave the counters right
+      // today and wrong after the next change of that content.
+      let holdingsOff = 0;
+      const counts = (d: Partial<HoldRecord> | undefined) => [d?.file ?? 0, d?.pin ?? 0, d?.object ?? 0].join();
+      for await (const doc of Holds.find({ userId }, { file: 1, pin: 1, object: 1, settling: 1 }).lean<HoldRecord>().cursor()) {
+        if (counts(doc) !== counts(byContent.get(doc._id)) || (doc.settling ?? 0) !== 0) holdingsOff++;
+        byContent.delete(doc._id);
+      }
+      holdingsOff += byContent.size; // held by records, with no holding document at all
+      return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords: total, holdingsOff };
     },
 
-    /** Recomputes the user's holding documents and counters from the records (an operator's
-     * repair, for an account that is idle: changes made while it counts may be lost). */
-    async recount(userId: string): Promise<UsageRecord> {
-      const total = await withUserLock(userId, () => rebuild(userId));
+    /**
+     * Recomputes the user's holding documents and counters from the records, beside the user's
+     * traffic (the audit's repair, and `usage recount`). Under the user's lock it first marks
+     * the user uncounted: from then on every writer of the user's records waits in `ensure`
+     * (a reservation's condition fails on it too). Writers that passed `ensure` before finish
+     * within USAGE_RECOUNT_SETTLE_MS, so after that wait no record or holding document moves
+     * while they are counted. `beat` is called while it waits (an activity's heartbeat).
+     */
+    async recount(userId: string, beat: () => void = () => undefined): Promise<UsageRecord> {
+      const total = await withUserLock(userId, async () => {
+        await Usage.updateOne({ _id: userId }, { $set: { distinct: false } }).exec();
+        for (const until = Date.now() + USAGE_RECOUNT_SETTLE_MS; Date.now() < until;) {
+          beat();
+          await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, until - Date.now())));
+        }
+        return rebuild(userId);
+      });
       return { _id: userId, ...total, distinct: true };
     },
   };

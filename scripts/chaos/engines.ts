@@ -28,6 +28,7 @@ export interface Engine {
 export interface ChaosStack {
   engines: Engine[];
   apiUrl: string;
+  s3Url: string;
   env: Record<string, string>;
   stop(): Promise<void>;
 }
@@ -58,7 +59,7 @@ function engine(name: Engine['name'], run: () => Promise<Running>): Engine {
 
 export async function startChaosStack(dataDir: string): Promise<ChaosStack> {
   const logDir = path.join(dataDir, 'logs');
-  const [ferret, frontend, http, metrics, kuboApi, kuboGateway, kuboSwarm, clusterApi, clusterSwarm, apiPort] = await freePorts(10);
+  const [ferret, frontend, http, metrics, kuboApi, kuboGateway, kuboSwarm, clusterApi, clusterSwarm, apiPort, s3Port] = await freePorts(11);
   const env: Record<string, string> = {
     MONGODB_URI: `mongodb://127.0.0.1:${ferret}/stupa`,
     TEMPORAL_ADDRESS: `127.0.0.1:${frontend}`,
@@ -70,7 +71,7 @@ export async function startChaosStack(dataDir: string): Promise<ChaosStack> {
     API_HOST: '127.0.0.1',
     API_PORT: String(apiPort),
     GATEWAY_PORT: '0',
-    S3_PORT: '0',
+    S3_PORT: String(s3Port),
     LOG_LEVEL: 'warn',
     // A dying request is answered 503 soon, so the load sees outages rather than hangs.
     SHUTDOWN_TIMEOUT_MS: '2000',
@@ -104,5 +105,5 @@ export async function startChaosStack(dataDir: string): Promise<ChaosStack> {
     await stop();
     throw err;
   }
-  return { engines, apiUrl: `http://127.0.0.1:${apiPort}`, env, stop };
+  return { engines, apiUrl: `http://127.0.0.1:${apiPort}`, s3Url: `http://127.0.0.1:${s3Port}`, env, stop };
 }

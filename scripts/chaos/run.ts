@@ -1,9 +1,9 @@
-// `npm run chaos`: a mixed load (uploads into a folder, deletes, pin requests, IPNS publishes,
-// folder snapshots) against a stack of its own, during which each engine in turn is killed
+// `npm run chaos`: a mixed load (uploads into a folder, deletes, pin requests with and without
+// origins, IPNS publishes, folder snapshots, S3 multipart uploads: scripts/chaos/s3.ts) against a stack of its own, during which each engine in turn is killed
 // with SIGKILL and started again: Kubo, the Cluster peer, FerretDB, the Temporal server, the
 // worker, the API. Then: every acknowledged upload is there with its bytes, every
 // acknowledged delete is gone, every refused upload left no file, every pin asked for ends
-// pinned, and the audit (npm run admin -- check) finds nothing. Printed per fault: requests
+// pinned, every completed multipart upload is its object, and the audit (npm run admin -- check) finds nothing. Printed per fault: requests
 // during it, how they were answered (503s, with Retry-After or not; 500s; no answer; hangs),
 // and the time from the kill until /readyz answered 200 again. Exit 0 only when nothing was
 // lost, nothing answered 500 or hung, and the audit is clean.
@@ -17,6 +17,7 @@ import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { auditJob, type AuditReport } from '../../infra/temporal/contracts/audit.js';
 import { startChaosStack, type ChaosStack } from './engines.js';
+import { createS3Load, type Answer } from './s3.js';
 
 const LOOPS = 6;
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -26,12 +27,13 @@ const LOAD_AFTER_MS = 5_000;
 // The sweep resumes a pin request left queued for a minute, in its round each minute.
 const SWEEP_SETTLE_MS = 135_000;
 
-type Answer = 'ok' | '503' | '503 without Retry-After' | '4xx' | '500' | 'no answer' | 'hang';
 interface Sent {
   op: string;
   at: number;
   answer: Answer;
   status: number;
+  /** How long until it was answered (or given up on). */
+  ms: number;
 }
 interface Upload {
   content: string;
@@ -65,10 +67,16 @@ async function main(): Promise<number> {
 async function run(stack: ChaosStack): Promise<number> {
   const config = loadConfig(stack.env);
   const db = await openDatabase(config.mongodbUri);
-  const { apiKey } = await createUser({ db, config }, { email: `chaos-${Date.now()}@example.test`, name: 'Chaos', plan: 'nirvana' });
+  const { apiKey, keyPrefix } = await createUser(
+    { db, config },
+    { email: `chaos-${Date.now()}@example.test`, name: 'Chaos', plan: 'nirvana' },
+  );
   await db.close();
 
   const sent: Sent[] = [];
+  const s3 = createS3Load(stack.s3Url, { accessKeyId: keyPrefix, secretAccessKey: apiKey }, (op, at, answer, status, ms) =>
+    sent.push({ op, at, answer, status, ms }),
+  );
   const uploads: Upload[] = [];
   const pins: string[] = [];
   const request = async (op: string, method: string, url: string, body?: unknown) => {
@@ -97,7 +105,7 @@ async function run(stack: ChaosStack): Promise<number> {
     } catch (err) {
       answer = (err as Error).name === 'TimeoutError' ? 'hang' : 'no answer';
     }
-    sent.push({ op, at, answer, status });
+    sent.push({ op, at, answer, status, ms: Date.now() - at });
     // As a client would: a moment's pause after a refusal or a lost connection, not a spin.
     if (answer !== 'ok' && answer !== '4xx') await sleep(answer === 'no answer' ? 100 : 250);
     return { answer, json };
@@ -107,6 +115,13 @@ async function run(stack: ChaosStack): Promise<number> {
   const folderId = (await request('setup', 'POST', '/folders', { name: 'chaos' })).json?.folderId as string;
   const ipnsName = (await request('setup', 'POST', '/ipns/keys', { name: 'chaos' })).json?.ipnsName as string;
   if (!folderId || !ipnsName) throw new Error('setup failed: no folder or name');
+  await s3.setup();
+  // Pins with an origin name the stack's own Kubo, as a client names the node that has the content.
+  const kuboId = (await fetch(`${stack.env.KUBO_API_URL}/api/v0/id`, { method: 'POST' }).then((r) => r.json())) as {
+    ID: string;
+    Addresses: string[];
+  };
+  const origin = kuboId.Addresses.find((a) => a.startsWith('/ip4/127.0.0.1/tcp/')) ?? `/ip4/127.0.0.1/tcp/4001/p2p/${kuboId.ID}`;
 
   let loading = true;
   const loop = async () => {
@@ -140,13 +155,16 @@ async function run(stack: ChaosStack): Promise<number> {
           () => undefined,
         );
         if (added) {
-          const { answer } = await request('pin', 'POST', '/pin', { cid: added.Hash });
+          const origins = Math.random() < 0.5 ? [origin] : undefined;
+          const { answer } = await request('pin', 'POST', '/pin', { cid: added.Hash, ...(origins ? { origins } : {}) });
           if (answer === 'ok') pins.push(added.Hash);
         }
       } else if (roll < 0.9) {
         await request('publish', 'POST', '/ipns/publish', { ipnsName, cid: live[crypto.randomInt(live.length)]!.cid });
-      } else {
+      } else if (roll < 0.95) {
         await request('snapshot', 'POST', `/folders/${folderId}/snapshot`);
+      } else {
+        await s3.multipart();
       }
     }
   };
@@ -232,6 +250,7 @@ async function run(stack: ChaosStack): Promise<number> {
       if ((listed?.items?.length ?? 0) > 0) problems.push(`refused upload (${u.answer}, sent ${when(u.at)}) of ${hashed.Hash} left a file`);
     }
   }
+  problems.push(...(await s3.problems()));
   // The audit, once the sweep has had a round after the last fault (it runs each minute and
   // repairs what the change log shows): what it finds is what the service did not heal by
   // itself. Then `check --repair`, and the audit again, which must find nothing.
@@ -282,9 +301,16 @@ async function run(stack: ChaosStack): Promise<number> {
     `requests ${sent.length}; uploads acknowledged ${acked.length} (${acked.filter((u) => u.deleted).length} then deleted), ` +
       `refused ${uploads.filter((u) => u.answer !== 'ok' && u.answer !== 'no answer' && u.answer !== 'hang').length}, ` +
       `unanswered ${uploads.filter((u) => u.answer === 'no answer').length}; pins asked ${pins.length}; ` +
+      `multipart uploads ${s3.objects.length} (${s3.objects.filter((o) => o.completed).length} completed); ` +
       `audit compared ${JSON.stringify(audit.checked)}`,
   );
-  const bad = count(sent, '500') + count(sent, 'hang') + count(sent, '503 without Retry-After');
+  // The slowest answer of each kind of request, and when it was sent.
+  const slowest = new Map<string, Sent>();
+  for (const s of sent) if (s.answer !== 'hang' && s.ms > (slowest.get(s.op)?.ms ?? -1)) slowest.set(s.op, s);
+  console.log(`slowest answers: ${[...slowest].map(([op, s]) => `${op} ${(s.ms / 1000).toFixed(1)} s (sent ${when(s.at)})`).join('; ')}`);
+  const wrong = sent.filter((s) => s.answer === '500' || s.answer === 'hang' || s.answer === '503 without Retry-After');
+  for (const s of wrong) console.log(`${s.answer}: ${s.op} sent ${when(s.at)} (status ${s.status})`);
+  const bad = wrong.length;
   console.log(
     healed.length === 0
       ? 'the audit found nothing'

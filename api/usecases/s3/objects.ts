@@ -81,6 +81,10 @@ export async function readBody<T>(body: ObjectBody, consume: (stream: Readable) 
   const { stream } = body;
   const consumed =
     stream.errored || stream.destroyed ? Promise.reject(stream.errored ?? new Error('the body was closed')) : consume(stream);
+  // A consumer that failed (Kubo gone mid-part) reads no more: the body stops with its failure,
+  // or the digest, which waits for the body's end, would wait for ever (measured by npm run
+  // chaos: an UploadPart in flight when Kubo was killed went unanswered).
+  consumed.catch((err: unknown) => stream.destroy(err instanceof Error ? err : new Error(String(err))));
   const [added, digest] = await Promise.allSettled([consumed, body.result]);
   if (digest.status === 'rejected') throw digest.reason;
   if (added.status === 'rejected') throw added.reason;
@@ -113,6 +117,8 @@ export async function recordObject(
 ): Promise<ObjectRecord> {
   const userId = caller.user._id;
   const cid = parseCid(content.cid);
+  // Logged before the record, with the counter it moves (activities/counts.ts).
+  await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
   let held = reserved;
   if (held === undefined) {
     held = await deps.db.usage.cost(userId, cid.multihash, 'object', content.size);
@@ -143,6 +149,9 @@ export async function recordObject(
     await deps.db.usage.add(userId, { used: -held }).catch(() => undefined);
     throw err;
   }
+  // The previous object's content is known only now: logged before its count moves.
+  const replaced = previous && previous.multihash !== cid.multihash ? previous : null;
+  if (replaced) await deps.db.holdChanges.append(replaced.multihash, replaced.cid, { userId });
   // A multipart completion retried after its write (activities/multipart.ts) counted it already.
   const retried = reserved !== undefined && previous?.uploadId === details.uploadId;
   if (!retried) {
@@ -155,8 +164,8 @@ export async function recordObject(
       storedBytes: stored + removed,
     });
   }
-  await holdsChanged(deps, cid, { kind: 'object', key: record._id });
-  if (previous && previous.multihash !== cid.multihash) await holdsChanged(deps, parseCid(previous.cid));
+  await holdsChanged(deps, cid, { kind: 'object', key: record._id }, { logged: true });
+  if (replaced) await holdsChanged(deps, parseCid(replaced.cid), undefined, { logged: true });
   return record;
 }
 
@@ -173,9 +182,11 @@ export async function deleteObject(deps: Pick<UseCaseDeps, 'db' | 'jobs'>, calle
   await deps.db.usage.ensure(caller.user._id); // before any record changes (infra/db/usage.ts)
   const removed = await deps.db.objects.delete(bucket._id, key);
   if (!removed) return;
+  // Logged before the count it moves (activities/counts.ts); the record's removal is known only now.
+  await deps.db.holdChanges.append(removed.multihash, removed.cid, { userId: removed.userId });
   const released = await deps.db.usage.release(removed.userId, removed.multihash, 'object');
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
-  await holdsChanged(deps, parseCid(removed.cid));
+  await holdsChanged(deps, parseCid(removed.cid), undefined, { logged: true });
 }
 
 /**

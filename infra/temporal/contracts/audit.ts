@@ -17,8 +17,10 @@ import type { JobContract } from './job.js';
  * - kubo-pin-unknown-to-cluster: Kubo pins it recursively, Cluster does not (left by a Cluster
  *   peer killed between dropping a pin from its state and unpinning it in Kubo; repair: unpin
  *   in Kubo when no record holds the content, the node being the service's own).
- * - storage-counter: a user's storage counter differs from a count of their records.
- * - folder-file-count: a folder's fileCount differs from its files.
+ * - storage-counter: a user's storage counters or holding documents differ from a count of
+ *   their records (repair: recount the user, infra/db/usage.ts, beside their traffic).
+ * - folder-file-count: a folder's fileCount differs from its files (repair: set it to the
+ *   count, unless it moved since it was read).
  * - ipns-name-count: a user's names counter (the plan's limit counts it) differs from their names.
  * - parts-without-upload: MFS holds parts of an upload no open upload record names.
  * - upload-without-parts: an open upload's part record whose bytes are gone from MFS.

@@ -1,0 +1,77 @@
+// The sweep's check of counters (activities/holds.ts runs it over each round's changes). A
+// request moves a user's holding counts (infra/db/usage.ts) and folders' fileCount after its
+// record is written or removed; an API process killed between the two leaves them off by that
+// record (measured by npm run chaos), and without a transaction (FerretDB 1.24 has none) no
+// order of the writes avoids it. So such a change is logged before its record, naming whose
+// counters it moves (CountedIn, infra/db/hold-changes.ts), and once it has settled (its writer
+// is done or dead: COUNT_CHECK_AFTER_MS) the sweep compares those counters with the records,
+// looks again a moment later, and repairs what still differs: the user is recounted
+// (usage.recount, exact beside the user's traffic), a folder's count is set to its files unless
+// it moved meanwhile. Each change is checked once, in a few reads by index.
+import pLimit from 'p-limit';
+import { COUNT_SECOND_LOOK_MS } from '../infra/constants.js';
+import type { HoldChange } from '../infra/db/hold-changes.js';
+import type { ActivityDeps } from './deps.js';
+
+export interface CountCheckResult {
+  /** Users' holdings of content and folders compared with their records. */
+  countsChecked: number;
+  /** Users recounted, folders whose count was set. */
+  recounted: number;
+  foldersSet: number;
+}
+
+export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
+  const holdings = new Map<string, { userId: string; multihash: string }>();
+  const folders = new Map<string, string>(); // folderId → userId
+  const limit = pLimit(16);
+
+  /** A folder's stored count and its files, when they differ (a folder gone or not counted: null). */
+  async function folderOff(userId: string, folderId: string): Promise<{ stored: number; files: number } | null> {
+    const folder = await db.folders.findForUser(userId, folderId);
+    if (folder?.fileCount === undefined) return null;
+    const files = await db.files.countInFolder(userId, folderId);
+    return files === folder.fileCount ? null : { stored: folder.fileCount, files };
+  }
+
+  return {
+    /** A change to check in this round. */
+    note(change: HoldChange): void {
+      if (!change.userId) return;
+      holdings.set(`${change.userId}:${change.multihash}`, { userId: change.userId, multihash: change.multihash });
+      for (const folderId of change.folders ?? []) folders.set(folderId, change.userId);
+    },
+
+    /** Compares, looks again at what differed, repairs what still does. */
+    async settle(): Promise<CountCheckResult> {
+      const held = [...holdings.values()];
+      const counted = [...folders];
+      const agrees = await Promise.all(held.map((h) => limit(() => db.usage.holdingAgrees(h.userId, h.multihash))));
+      const firstLook = await Promise.all(counted.map(([folderId, userId]) => limit(() => folderOff(userId, folderId))));
+      const suspects = held.filter((_, i) => !agrees[i]);
+      const suspectFolders = counted.flatMap(([folderId, userId], i) => (firstLook[i] ? [{ folderId, userId, first: firstLook[i] }] : []));
+      const result = { countsChecked: held.length + counted.length, recounted: 0, foldersSet: 0 };
+      if (suspects.length === 0 && suspectFolders.length === 0) return result;
+
+      // A write in flight is a moment behind its record; what differs twice is left behind.
+      await new Promise((resolve) => setTimeout(resolve, COUNT_SECOND_LOOK_MS));
+      const users = new Set<string>();
+      for (const h of suspects) if (!(await db.usage.holdingAgrees(h.userId, h.multihash))) users.add(h.userId);
+      await Promise.all(
+        [...users].map((userId) =>
+          limit(async () => {
+            await db.usage.recount(userId);
+            result.recounted++;
+          }),
+        ),
+      );
+      for (const { folderId, userId, first } of suspectFolders) {
+        // Only a difference that stood still: a busy folder is left to the next change or the audit.
+        const off = await folderOff(userId, folderId);
+        if (!off || off.stored !== first.stored || off.files !== first.files) continue;
+        if (await db.folders.setFileCount(folderId, off.stored, off.files)) result.foldersSet++;
+      }
+      return result;
+    },
+  };
+}
