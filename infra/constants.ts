@@ -84,6 +84,10 @@ export const RATE_WINDOW_MS = 60_000;
  * plan changed through the same process counts at once; through another, within this time.
  */
 export const AUTH_MEMORY_MS = 1_000;
+
+/** How long an upload may go by the storage counter as last read, when it leaves room
+ * (api/usecases/content.ts quickStorageLeft): the reservation decides anyway. */
+export const USAGE_MEMORY_MS = 1_000;
 /** How often `lastUsedAt` values gathered in memory are written to MongoDB. */
 export const LAST_USED_FLUSH_MS = 5_000;
 /** How long a dependency check of /readyz may take before the dependency counts as down. */

@@ -1,5 +1,4 @@
 import type { ApiServer } from '../api/server.js';
-import { AUTH_MEMORY_MS } from '../infra/constants.js';
 import { digest, unseal } from '../infra/secrets.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
 
@@ -151,13 +150,12 @@ describe('API key lifecycle', () => {
   });
 });
 
-test('a key deleted through another API process stops working there within AUTH_MEMORY_MS', async () => {
+test('a key deleted through another API process is refused there on its next request', async () => {
   const other = await startTestApi({ LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
   try {
     const created = await call(api, 'POST', '/apikeys', { key: alice.apiKey });
     expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(200);
     expect((await call(api, 'DELETE', `/apikeys/${created.body.keyPrefix}`, { key: alice.apiKey })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, AUTH_MEMORY_MS + 50));
     expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(401);
   } finally {
     await other.close();
@@ -173,9 +171,8 @@ describe('API key expiry', () => {
     expect(listed.body.find((k: { keyPrefix: string }) => k.keyPrefix === created.body.keyPrefix).expiresAt).toBe(created.body.expiresAt);
 
     // Expiry is a comparison with the stored time: move it into the past, as another process
-    // (an operator) would. The API reads keys again at most AUTH_MEMORY_MS later.
+    // (an operator) would: the next request reads it.
     await api.deps.db.apiKeys.model.updateOne({ _id: created.body.keyPrefix }, { $set: { expiresAt: Date.now() - 1 } });
-    await new Promise((r) => setTimeout(r, AUTH_MEMORY_MS + 50));
     const res = await call(api, 'GET', '/apikeys', { key: created.body.apiKey });
     expect(res.status).toBe(401);
     expect(res.body.error.details).toMatch(/expired/);

@@ -190,6 +190,9 @@ const queries: Array<{ filter: Filter; sort: Sort; skip?: number; limit?: number
   { filter: { a: 'é', _id: { $gte: 'd0100' } }, sort: { _id: 1 }, limit: 5 },
   { filter: { a: 1 }, sort: { n: -1, _id: 1 } },
   { filter: { a: { $eq: 'y' }, n: { $gte: 2, $lt: 4 } }, sort: { n: 1, _id: 1 } },
+  // A batch of reads by _id (infra/db/batch.ts), with ids that do not exist.
+  { filter: { _id: { $in: ['d0003', 'd0150', 'missing', 'double-three', 'd0150'] } }, sort: { _id: 1 } },
+  { filter: { _id: { $in: ['d0001', 'd0002', 'd0003', 'd0004', 'd0005', 'd0006'] }, a: 'x' }, sort: { seq: -1 } },
 ];
 
 describe('finds give MongoDB results whatever is pushed down', () => {
@@ -246,6 +249,20 @@ describe('finds give MongoDB results whatever is pushed down', () => {
     expect(plan).not.toMatch(/TEMP B-TREE/);
     expect(explained.sortPushdown).toBe(true);
     expect(explained.filterPushdown).toBe(true);
+  });
+
+  stackOnly('a batch of _ids is looked up in the _id index, for finds and updates', async () => {
+    const ids = ['d0007', 'd0008', 'nope'];
+    const explained = (await things.find({ _id: { $in: ids } }).explain()) as {
+      queryPlanner?: { Plan?: string[] };
+      filterPushdown?: boolean;
+    };
+    const plan = (explained.queryPlanner?.Plan ?? []).join('\n');
+    expect(plan).toMatch(/SEARCH .* USING INDEX/);
+    expect(plan).not.toMatch(/SCAN/);
+    expect(explained.filterPushdown).toBe(true);
+    const updated = await things.updateMany({ _id: { $in: ids } }, { $set: { batched: true } } as mongoose.mongo.UpdateFilter<Doc>);
+    expect(updated.matchedCount).toBe(2);
   });
 
   stackOnly('a field that holds arrays is filtered and sorted by the server, not SQLite', async () => {

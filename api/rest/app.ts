@@ -23,7 +23,7 @@ import { healthRoutes } from './health.js';
 import { imageRoutes } from './images.js';
 import { guard } from './http/auth.js';
 import { crossOrigin } from './http/cross-origin.js';
-import { createMetrics, registerAuditMetrics } from './http/metrics.js';
+import { createMetrics, registerAuditMetrics, registerDatabaseMetrics } from './http/metrics.js';
 import { resource } from './http/routing.js';
 import { ipnsRoutes } from './ipns.js';
 import { pinRoutes } from './pins.js';
@@ -47,6 +47,7 @@ export function createApp(deps: AppDeps): Express {
 
   const metrics = createMetrics();
   registerAuditMetrics(metrics.registry, () => db.audits.last());
+  registerDatabaseMetrics(metrics.registry, db.operations);
   app.use(metrics.middleware);
   app.use(requestLog(logger, ['/healthz', '/metrics']));
 

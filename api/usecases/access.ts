@@ -2,9 +2,11 @@
 // request rate, for every surface that takes API keys (REST, later the PSA).
 //
 // A key is found by its prefix (its first 12 characters) and its SHA-256 digest compared in
-// constant time; an unknown, expired or deleted key is refused. Keys and users are read again
-// at most every AUTH_MEMORY_MS (1 s): deleting a key or changing a plan counts at once in the
-// process that made the change, and within that second in the others.
+// constant time; an unknown, expired or deleted key is refused. The key is read for every
+// request (requests that arrive together share one read: infra/db/batch.ts), so a key deleted
+// or expired through any API process is refused at once by all of them. Users are read again at
+// most every AUTH_MEMORY_MS (1 s): a plan change counts at once in the process that made it,
+// and within that second in the others.
 import { API_KEY_PREFIX_LENGTH, RATE_WINDOW_MS } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey } from '../../infra/secrets.js';
 import type { Caller, UseCaseDeps } from './deps.js';

@@ -7,6 +7,7 @@ import type { ClusterClient } from '../../infra/cluster.js';
 import type { Config } from '../../infra/config.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE, RECORD_COMPLETION_MS } from '../../infra/constants.js';
 import type { Database } from '../../infra/db/index.js';
+import type { HoldKind } from '../../infra/db/usage.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
 import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
@@ -47,7 +48,7 @@ export const MB = 1024 * 1024;
 /**
  * The quota rule: STORAGE_LIMIT unless `adding` more bytes fit beside `usedBytes`. Checks
  * before any work ask for a single byte (is anything left at all?); the decision that records
- * an upload is `reserveStorage`, the same rule as one conditional update.
+ * an upload is `reserveStorage` (or `reserveHolding`), the same rule as one conditional update.
  */
 export function assertStorageFits(plan: Plan, usedBytes: number, adding: number): void {
   if (usedBytes + adding > plan.storageMB * MB) throw storageFull(plan);
@@ -56,9 +57,23 @@ export function assertStorageFits(plan: Plan, usedBytes: number, adding: number)
 export const storageFull = (plan: Plan) =>
   new LimitReached('STORAGE_LIMIT', `your plan's storage quota of ${plan.storageMB} MB does not have room for this`);
 
-/** Bytes the user may still store, from the user's counter (one read by `_id`). */
-export async function quickStorageLeft(db: Database, userId: string, plan: Plan): Promise<number> {
-  return plan.storageMB * MB - (await db.usage.used(userId));
+/**
+ * Bytes the user may still store, from the user's counter: as this process read it within the
+ * last USAGE_MEMORY_MS (`fresh` false: a burst of small uploads reads it once), or read now
+ * (`fresh`; always with `{ fresh: true }`). A caller refuses only on a fresh reading, and relies
+ * on an older one only where a later change cannot matter: the decision that counts is the
+ * reservation (`reserveHolding`).
+ */
+export async function storageLeft(
+  db: Database,
+  userId: string,
+  plan: Plan,
+  options: { fresh?: boolean } = {},
+): Promise<{ left: number; fresh: boolean }> {
+  const limit = plan.storageMB * MB;
+  const lately = options.fresh ? undefined : db.usage.usedLately(userId);
+  if (lately !== undefined) return { left: limit - lately, fresh: false };
+  return { left: limit - (await db.usage.used(userId)), fresh: true };
 }
 
 /**
@@ -68,6 +83,28 @@ export async function quickStorageLeft(db: Database, userId: string, plan: Plan)
  */
 export async function reserveStorage(db: Database, userId: string, plan: Plan, bytes: number): Promise<void> {
   if (!(await db.usage.reserve(userId, bytes, plan.storageMB * MB))) throw storageFull(plan);
+}
+
+/**
+ * Reserves what holding content of `size` bytes as a record of `kind` adds to the user's
+ * storage, and returns the bytes reserved (settled by `usage.hold(…, reserved)`). It first
+ * reserves the whole size, without a read: new content, the common case, adds exactly that. Only
+ * when that does not fit is what it adds read (nothing when the user holds the content already)
+ * and reserved; so the answer is the quota's, and a reservation never costs more than a read
+ * and two updates. Meanwhile the whole size is counted for a moment too much while such an
+ * upload is in flight, as any reservation is until it settles.
+ */
+export async function reserveHolding(
+  db: Database,
+  userId: string,
+  plan: Plan,
+  held: { multihash: string; kind: HoldKind; size: number },
+): Promise<number> {
+  const limit = plan.storageMB * MB;
+  if (await db.usage.reserve(userId, held.size, limit)) return held.size;
+  const adds = await db.usage.cost(userId, held.multihash, held.kind, held.size);
+  if (adds === held.size || !(await db.usage.reserve(userId, adds, limit))) throw storageFull(plan);
+  return adds;
 }
 
 /**

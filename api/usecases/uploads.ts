@@ -12,7 +12,7 @@ import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
-import { assertStorageFits, completing, holdsChanged, MB, quickStorageLeft, reserveStorage, storageFull } from './content.js';
+import { assertStorageFits, completing, holdsChanged, MB, reserveHolding, storageFull, storageLeft } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
 import { fileMoved } from './files.js';
@@ -78,8 +78,9 @@ export async function beginUpload(
   const { grant } = options;
   const framed = Math.max(1, (options.declaredBytes ?? 0) - MB);
   if (grant?.maxFileSize != null && framed > grant.maxFileSize) throw tooLarge(grant.maxFileSize);
-  const left = await quickStorageLeft(deps.db, user._id, plan);
-  assertStorageFits(plan, plan.storageMB * MB - left, framed);
+  let room = await storageLeft(deps.db, user._id, plan);
+  if (framed > room.left && !room.fresh) room = await storageLeft(deps.db, user._id, plan, { fresh: true });
+  assertStorageFits(plan, plan.storageMB * MB - room.left, framed);
   const maxFile = grant?.maxFileSize ?? Infinity;
 
   return {
@@ -102,6 +103,12 @@ export async function beginUpload(
           (err: Error) => done((refused = err)),
         );
       };
+      // What is left cuts the bytes off below: from an older reading only when the bytes are
+      // known to fit in it (in memory, or a body length that bounds them), since a reading from
+      // before a delete could cut off an upload that fits now.
+      const known = source instanceof Uint8Array ? source.length : options.declaredBytes;
+      if (!room.fresh && !(known !== undefined && known <= room.left)) room = await storageLeft(deps.db, user._id, plan, { fresh: true });
+      const { left } = room;
       const input = source instanceof Uint8Array ? Readable.from([source]) : source;
       // The bytes are counted as they flow to Kubo by a listener beside the pipe rather than a
       // stream in between (a stream costs every chunk of a GiB a few calls). Paused, so that
@@ -215,8 +222,7 @@ async function recordFile(
   // it moves: an API process killed right after the insert leaves a change the sweep pins and
   // counts (activities/counts.ts; measured by npm run chaos).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId: user._id, folders: [details.folderId] });
-  const reserved = await deps.db.usage.cost(user._id, cid.multihash, 'file', added.size);
-  await reserveStorage(deps.db, user._id, plan, reserved);
+  const reserved = await reserveHolding(deps.db, user._id, plan, { multihash: cid.multihash, kind: 'file', size: added.size });
   const now = Date.now();
   let written: { file: FileRecord; created: boolean };
   try {

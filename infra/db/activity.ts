@@ -25,11 +25,12 @@
 // the end of a period long past is found from a few month documents instead of every day
 // since (api/usecases/analytics.ts).
 //
-// Events of one day recorded in the same turn of the event loop share one update (their
-// increments are summed first); each caller still waits for the write that carries its event.
+// Events recorded together share their updates (batch.ts: their increments are summed per user
+// and day first); each caller still waits for the write that carries its event.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { ACTIVITY_MAX_DAYS } from '../constants.js';
+import { groupCommit } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { BYTES } from './bytes.js';
 
@@ -105,7 +106,6 @@ interface Pending {
   userId: string;
   day: string;
   inc: Record<string, number>;
-  done: Promise<void>;
 }
 
 export function createActivityStore(conn: Connection) {
@@ -134,29 +134,26 @@ export function createActivityStore(conn: Connection) {
     await Promise.all(writes);
   }
 
-  const pending = new Map<string, Pending>();
+  // Events recorded together share their writes (batch.ts): summed per user and day.
+  const together = groupCommit(async (events: { userId: string; day: string; change: ActivityChange }[]) => {
+    const byKey = new Map<string, Pending>();
+    for (const { userId, day, change } of events) {
+      const key = `${userId}:${day}`;
+      const p = byKey.get(key) ?? { userId, day, inc: {} };
+      byKey.set(key, p);
+      for (const c of COUNTS) if (change[c]) p.inc[c] = (p.inc[c] ?? 0) + change[c];
+      if (change.mimeType !== undefined) {
+        const field = `types.${encodeType(countedType(change.mimeType))}`;
+        p.inc[field] = (p.inc[field] ?? 0) + (change.uploads ?? 1);
+      }
+    }
+    const failed = new Map<string, Error>();
+    await Promise.all([...byKey].map(([key, p]) => flush(p).catch((err: Error) => void failed.set(key, err))));
+    return events.map(({ userId, day }) => failed.get(`${userId}:${day}`));
+  });
 
   /** Counts `change` on the user's day of `at` (ms). Resolves once it is written. */
-  function record(userId: string, at: number, change: ActivityChange): Promise<void> {
-    const day = utcDay(at);
-    const key = `${userId}:${day}`;
-    let p = pending.get(key);
-    if (!p) {
-      const created: Pending = { userId, day, inc: {}, done: Promise.resolve() };
-      created.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
-        pending.delete(key);
-        return flush(created);
-      });
-      pending.set(key, created);
-      p = created;
-    }
-    for (const c of COUNTS) if (change[c]) p.inc[c] = (p.inc[c] ?? 0) + change[c];
-    if (change.mimeType !== undefined) {
-      const field = `types.${encodeType(countedType(change.mimeType))}`;
-      p.inc[field] = (p.inc[field] ?? 0) + (change.uploads ?? 1);
-    }
-    return p.done;
-  }
+  const record = (userId: string, at: number, change: ActivityChange): Promise<void> => together({ userId, day: utcDay(at), change });
 
   return {
     days: Days,

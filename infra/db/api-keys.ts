@@ -1,7 +1,6 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { AUTH_MEMORY_MS } from '../constants.js';
-import { rememberReads } from './by-id.js';
+import { batchedReads } from './batch.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -35,8 +34,14 @@ const schema = new Schema<ApiKey>(
 
 export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
-  const byPrefix = rememberReads((prefix: string) => Keys.findById(prefix).lean<ApiKey>().exec(), AUTH_MEMORY_MS);
-  const get = byPrefix.get;
+  // Read for every request, so a key deleted through any process is refused at once by all of
+  // them; requests that arrive together share the read (batch.ts).
+  const get = batchedReads(async (prefixes) => {
+    const keys = await Keys.find({ _id: { $in: prefixes } })
+      .lean<ApiKey[]>()
+      .exec();
+    return new Map(keys.map((k) => [k._id, k]));
+  });
   const uses = createUseRecorder(Keys);
 
   return {
@@ -45,7 +50,7 @@ export function createApiKeyStore(conn: Connection) {
     insert: (key: ApiKey) => Keys.create(key),
 
     /** The key with this prefix (its `_id`): how a request's key is found, by `_id` alone
-     * (by-id.ts); the caller compares the digest. Read at most once per AUTH_MEMORY_MS. */
+     * (by-id.ts); the caller compares the digest. Read for every request (see above). */
     get,
 
     countForUser: (userId: string) => count(Keys, { userId }),
@@ -72,7 +77,6 @@ export function createApiKeyStore(conn: Connection) {
       const key = await Keys.findById(id).lean<ApiKey>().exec();
       if (key?.userId !== userId) return false;
       const res = await Keys.deleteOne({ _id: id }).exec();
-      byPrefix.forget(id);
       uses.forget(id);
       return res.deletedCount === 1;
     },

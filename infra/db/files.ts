@@ -1,6 +1,7 @@
 import type { Connection, Model, QueryFilter } from 'mongoose';
 import { Schema } from 'mongoose';
 import { randomBase62 } from '../secrets.js';
+import { groupCommit, insertUnordered, type Outcome } from './batch.js';
 import { coalesceReads } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
@@ -108,6 +109,36 @@ export function createFileStore(conn: Connection) {
     name: f.name,
   });
 
+  /** One insert by itself, with the twin rule of `insert`. */
+  async function insertOne(file: FileRecord): Promise<{ file: FileRecord; created: boolean }> {
+    for (let tries = 1; ; tries++) {
+      try {
+        await Files.create(file);
+        return { file, created: true };
+      } catch (err) {
+        if (!isDuplicateKey(err) || tries === INSERT_TRIES) throw err;
+      }
+      const { description, metadata, mimeType, size, dagSize, updatedAt } = file;
+      const set = { description, metadata, mimeType, size, dagSize, updatedAt };
+      const same = await Files.findOneAndUpdate(twinFilter(file), { $set: set }, { returnDocument: 'after' }).lean<FileRecord>().exec();
+      // Gone between the two writes (deleted): insert again.
+      if (same) return { file: same, created: false };
+    }
+  }
+
+  // Uploads that arrive together are inserted with one command (batch.ts); one whose insert
+  // meets a twin (or a twin in the same batch) takes the one-by-one way.
+  const insertTogether = groupCommit(async (batch: FileRecord[]) => {
+    const outcomes = await insertUnordered(Files, batch);
+    const results: Outcome<{ file: FileRecord; created: boolean }>[] = [];
+    for (const [i, outcome] of outcomes.entries()) {
+      if (outcome === 'inserted') results.push({ file: batch[i]!, created: true });
+      else if (outcome instanceof Error) results.push(outcome);
+      else results.push(await insertOne(batch[i]!).catch((err: Error) => err));
+    }
+    return results;
+  });
+
   return {
     model: Files,
     holder,
@@ -115,23 +146,10 @@ export function createFileStore(conn: Connection) {
     /**
      * Inserts the file, unless the user has it already (the same content under the same name in
      * the same folder): then that file takes this one's description, metadata and type, and
-     * keeps its id and creation time. `created` says which.
+     * keeps its id and creation time. `created` says which. Written by the driver as given (the
+     * type has every field the schema has).
      */
-    async insert(file: FileRecord): Promise<{ file: FileRecord; created: boolean }> {
-      for (let tries = 1; ; tries++) {
-        try {
-          await Files.create(file);
-          return { file, created: true };
-        } catch (err) {
-          if (!isDuplicateKey(err) || tries === INSERT_TRIES) throw err;
-        }
-        const { description, metadata, mimeType, size, dagSize, updatedAt } = file;
-        const set = { description, metadata, mimeType, size, dagSize, updatedAt };
-        const same = await Files.findOneAndUpdate(twinFilter(file), { $set: set }, { returnDocument: 'after' }).lean<FileRecord>().exec();
-        // Gone between the two writes (deleted): insert again.
-        if (same) return { file: same, created: false };
-      }
-    },
+    insert: (file: FileRecord): Promise<{ file: FileRecord; created: boolean }> => insertTogether({ dagSize: null, ...file }),
 
     /** The user's file by id; another user's file is as good as missing. Concurrent reads of
      * one file share a database read (by-id.ts); the record is shared, not to be modified. */

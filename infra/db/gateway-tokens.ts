@@ -1,11 +1,10 @@
 // Gateway tokens: what a reader presents to an account's gateway when the account requires
 // one. Found by prefix (`_id`, the token's first 12 characters) and compared by SHA-256
-// digest, like API keys; read at most once per AUTH_MEMORY_MS per process, so a deleted token
-// stops working at once in the process that deleted it and within that time in the others.
+// digest, like API keys; read for every request (requests that arrive together share the read:
+// batch.ts), so a deleted token stops working at once in every process.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { AUTH_MEMORY_MS } from '../constants.js';
-import { rememberReads } from './by-id.js';
+import { batchedReads } from './batch.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -35,13 +34,18 @@ const schema = new Schema<GatewayToken>(
 
 export function createGatewayTokenStore(conn: Connection) {
   const Tokens: Model<GatewayToken> = conn.model<GatewayToken>('GatewayToken', schema, 'gatewaytokens');
-  const byPrefix = rememberReads((prefix: string) => Tokens.findById(prefix).lean<GatewayToken>().exec(), AUTH_MEMORY_MS);
+  const get = batchedReads(async (prefixes) => {
+    const tokens = await Tokens.find({ _id: { $in: prefixes } })
+      .lean<GatewayToken[]>()
+      .exec();
+    return new Map(tokens.map((t) => [t._id, t]));
+  });
   const uses = createUseRecorder(Tokens);
 
   return {
     model: Tokens,
     insert: (token: GatewayToken) => Tokens.create(token),
-    get: byPrefix.get,
+    get,
     countForUser: (userId: string) => count(Tokens, { userId }),
 
     async listForUser(userId: string): Promise<GatewayToken[]> {
@@ -51,7 +55,6 @@ export function createGatewayTokenStore(conn: Connection) {
 
     async delete(userId: string, prefix: string): Promise<boolean> {
       const res = await Tokens.deleteOne({ _id: prefix, userId }).exec();
-      byPrefix.forget(prefix);
       uses.forget(prefix);
       return res.deletedCount === 1;
     },

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { groupCommit } from './batch.js';
 
 /**
  * Whose counters a change moves, when a request moves them after its record (a file's upload,
@@ -58,41 +59,16 @@ const idAt = (at: number) => String(Math.max(0, Math.floor(at))).padStart(13, '0
 
 const WATERMARK_ID = 'hold-changes';
 
-/**
- * Group commit: appends asked for while no write is under way go into one insertMany,
- * started on the next turn of the event loop; appends that come while it runs go into the
- * next one. Each caller resolves (or fails) with the write that carried its entry, so an
- * append is stored when it resolves, as with one insert each. Under load (many uploads at
- * once) the log costs one write per batch instead of one per change; alone, one turn's wait.
- */
-function groupCommit<T>(write: (batch: T[]) => Promise<void>): (entry: T) => Promise<void> {
-  let waiting: { entries: T[]; done: Promise<void> } | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  return (entry) => {
-    if (!waiting) {
-      const batch: { entries: T[]; done?: Promise<void> } = { entries: [] };
-      const after = writing.then(() => new Promise<void>((resolve) => setImmediate(resolve)));
-      batch.done = after.then(() => {
-        // Later appends start a new batch from here on; this one is written as it is.
-        if (waiting === batch) waiting = undefined;
-        return write(batch.entries);
-      });
-      // The next batch waits for this write to end, whichever way it ends.
-      writing = batch.done.catch(() => undefined);
-      waiting = batch as { entries: T[]; done: Promise<void> };
-    }
-    waiting.entries.push(entry);
-    return waiting.done;
-  };
-}
-
 export function createHoldChangeStore(conn: Connection) {
   const Changes: Model<HoldChange> = conn.model<HoldChange>('HoldChange', changeSchema, 'hold_changes');
   const Watermarks: Model<Watermark> = conn.model<Watermark>('SweepWatermark', watermarkSchema, 'sweep_state');
+  // Appends that arrive together are one insert (batch.ts): under load the log costs one write
+  // per batch, not one per change.
   const appendBatched = groupCommit(async (entries: Omit<HoldChange, '_id' | 'at'>[]) => {
     const at = Date.now();
     const docs = entries.map((e) => ({ _id: `${idAt(at)}-${crypto.randomBytes(6).toString('hex')}`, ...e, at }));
     await Changes.insertMany(docs, { ordered: false, lean: true });
+    return entries.map(() => undefined);
   });
 
   return {

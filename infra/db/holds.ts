@@ -10,6 +10,7 @@
 // 1.24: its updates are a read followed by a write with no lock between them, so concurrent
 // `$inc`, `$addToSet` or `$pull` lose changes (measured here: 200 concurrent `$inc` counted 13).
 import type { Model } from 'mongoose';
+import { batchedReads } from './batch.js';
 import type { HolderRef } from '../temporal/contracts/holds.js';
 
 export type { HolderRef };
@@ -73,6 +74,15 @@ export function existenceHolder<T extends { _id: string; userId: string; cid: st
   records: Model<T>,
 ): HolderKind {
   type Row = Pick<T, '_id' | 'userId' | 'cid' | 'multihash'>;
+  // Every upload asks right after its pin (infra/hold-sync.ts): those asked together are read
+  // together (batch.ts).
+  const exists = batchedReads(async (keys) => {
+    const rows = await records
+      .find({ _id: { $in: keys } }, { cid: 1 })
+      .lean<Row[]>()
+      .exec();
+    return new Map(rows.map((r) => [r._id, r.cid]));
+  });
   return {
     kind,
     async holdersOf(multihash) {
@@ -80,8 +90,8 @@ export function existenceHolder<T extends { _id: string; userId: string; cid: st
       return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid, origins: [] }));
     },
     async holds(key) {
-      const row = await records.findById(key, { cid: 1 }).lean<Row>().exec();
-      return row ? { cid: row.cid, origins: [] } : null;
+      const cid = await exists(key);
+      return cid === null ? null : { cid, origins: [] };
     },
     ...heldQueries(records),
   };

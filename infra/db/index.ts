@@ -32,6 +32,15 @@ export async function openDatabase(uri: string) {
     // so /readyz and the error handler can answer 503.
     bufferCommands: false,
   });
+  // Operations counted by collection and method (`operations()`, on /metrics): the round trips an
+  // operation costs are the service's main cost on small writes (npm run bench prints them).
+  // Mongoose's per-operation hook rather than the driver's command monitoring, which decodes
+  // every reply a second time for its events.
+  const operations = new Map<string, number>();
+  connection.set('debug', (collection: string, method: string) => {
+    const key = `${method} ${collection}`;
+    operations.set(key, (operations.get(key) ?? 0) + 1);
+  });
   await connection.asPromise();
   const users = createUserStore(connection);
   const apiKeys = createApiKeyStore(connection);
@@ -99,6 +108,8 @@ export async function openDatabase(uri: string) {
     usage,
     activity,
     locks,
+    /** MongoDB operations sent since the process started, by `<method> <collection>`. */
+    operations: (): ReadonlyMap<string, number> => operations,
     async ping(): Promise<void> {
       await connection.db!.admin().ping();
     },

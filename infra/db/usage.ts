@@ -32,10 +32,12 @@
 // stack's FerretDB only updates are serialised, so a conditional delete could remove a document
 // that a concurrent +1 had just changed. There is one per user and content ever held.
 //
-// The quota: an upload first reads the holding document to learn what holding it as a file
-// would add (nothing when the user pins it already, or uploaded it before), reserves that
-// with one conditional update of `used` (`reserve`), writes its file record, and settles the
-// reservation with the holding update's actual change (`hold(…, reserved)`). A pin is counted
+// The quota: an upload reserves what holding it as a file would add with one conditional
+// update of `used` (`reserve`: the whole size first, and only if that does not fit what the
+// holding document says it adds, nothing when the user pins it already or uploaded it before:
+// api/usecases/content.ts `reserveHolding`), writes its file record, and settles the
+// reservation with the holding update's actual change (`hold(…, reserved)`). The reads and
+// writes of many uploads at once are group-committed (usage-batch.ts). A pin is counted
 // when it becomes `pinned` (activities/pins.ts), unconditionally, as before this design. The
 // one gap, also as before: content whose other hold is removed between the read and the
 // update is counted without a quota check, so `used` can pass the quota by that content's
@@ -56,11 +58,12 @@
 // tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS } from '../constants.js';
-import { coalesceReads, userContentKey } from './by-id.js';
+import { USAGE_MEMORY_MS, USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS } from '../constants.js';
+import { userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
 import { BYTES } from './bytes.js';
+import { createUsageBatches } from './usage-batch.js';
 
 export interface UsageRecord {
   /** The userId. */
@@ -157,9 +160,6 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', usageSchema, 'usage');
   const Holds: Model<HoldRecord> = conn.model<HoldRecord>('UsageHold', holdSchema, 'usage_holds');
 
-  const readUsed = coalesceReads((userId: string) =>
-    Usage.findById(userId, { used: 1, distinct: 1 }).lean<Pick<UsageRecord, 'used' | 'distinct'>>().exec(),
-  );
   const counted = async (userId: string) => (await Usage.exists({ _id: userId, distinct: true })) !== null;
 
   /**
@@ -261,6 +261,32 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     return changed;
   }
 
+  /** One reservation by itself (see `reserve`). */
+  async function reserveOne(userId: string, bytes: number, limit: number): Promise<boolean> {
+    const attempt = () =>
+      Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - bytes } }, { $inc: { used: bytes } })
+        .lean()
+        .exec();
+    if (await attempt()) return true;
+    // No match: over the limit, or a user still to be rebuilt.
+    if (await counted(userId)) return false;
+    await ensure(userId);
+    return (await attempt()) !== null;
+  }
+
+  // What `used` read last, per user (`usedLately`).
+  const lately = new Map<string, { used: number; at: number }>();
+
+  // The writes of uploads, S3 puts and pins, group-committed (usage-batch.ts).
+  const batches = createUsageBatches({
+    Usage,
+    Holds,
+    reserveOne,
+    step,
+    add,
+    firstHold: (kind, size) => difference(weigh(stepped(null, kind, 1, size)), weigh(null)),
+  });
+
   return {
     model: Usage,
     holds: Holds,
@@ -276,15 +302,24 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       }
     },
 
-    /** Bytes of the distinct content the user holds now. Concurrent reads of one user (many
-     * small uploads at once) share a database read (by-id.ts); each starts after it was asked. */
+    /** Bytes of the distinct content the user holds now. Concurrent reads (many small uploads
+     * at once) share a database read (usage-batch.ts); each starts after it was asked. */
     async used(userId: string): Promise<number> {
-      let row = await readUsed(userId);
+      const asked = Date.now();
+      let row = await batches.counter(userId);
       if (!row?.distinct) {
         await ensure(userId);
-        row = await readUsed(userId);
+        row = await batches.counter(userId);
       }
+      if (lately.size >= 10_000) lately.clear(); // a bound, not an eviction policy
+      lately.set(userId, { used: row?.used ?? 0, at: asked });
       return row?.used ?? 0;
+    },
+
+    /** `used` as this process last read it, if that read was asked for within USAGE_MEMORY_MS. */
+    usedLately(userId: string): number | undefined {
+      const read = lately.get(userId);
+      return read && Date.now() - read.at < USAGE_MEMORY_MS ? read.used : undefined;
     },
 
     /**
@@ -292,17 +327,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
      * reservations can never together pass the limit, and none waits for another. False when
      * it does not fit. Settled by `hold` (or given back with `add`).
      */
-    async reserve(userId: string, bytes: number, limit: number): Promise<boolean> {
-      const attempt = () =>
-        Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - bytes } }, { $inc: { used: bytes } })
-          .lean()
-          .exec();
-      if (await attempt()) return true;
-      // No match: over the limit, or a user still to be rebuilt.
-      if (await counted(userId)) return false;
-      await ensure(userId);
-      return (await attempt()) !== null;
-    },
+    reserve: (userId: string, bytes: number, limit: number): Promise<boolean> => batches.reserve(userId, bytes, limit),
 
     /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
      * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
@@ -323,13 +348,13 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     holding: (userId: string, multihash: string) => Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
 
     async cost(userId: string, multihash: string, kind: HoldKind, size: number): Promise<number> {
-      const before = await Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec();
+      const before = await batches.holding(userId, multihash);
       return difference(weigh(stepped(before, kind, 1, size)), weigh(before)).used;
     },
 
     /** A record of `kind` started holding the content: counted, less what was reserved for it. */
     hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved = 0) =>
-      step(userId, multihash, kind, 1, size, reserved),
+      batches.hold(userId, multihash, kind, size, reserved),
 
     /** A record of `kind` stopped holding the content (whoever removed the record, only they). */
     release: (userId: string, multihash: string, kind: HoldKind) => step(userId, multihash, kind, -1, 0, 0),

@@ -37,6 +37,18 @@ export interface SmallResult {
   busy: number;
   /** CPU ms per upload through the API, by process. */
   cpuMs: Record<string, number>;
+  /** MongoDB operations the API sent per upload, by `<method> <collection>`, most first. */
+  commands: [string, number][];
+}
+
+/** The API's MongoDB operations so far, from its /metrics (api/rest/http/metrics.ts). */
+async function apiOperations(apiUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^stupa_mongodb_operations_total\{method="([^"]*)",collection="([^"]*)"\} (\d+)$/gm)) {
+    counts.set(`${m[1]} ${m[2]}`.trim(), Number(m[3]));
+  }
+  return counts;
 }
 
 /** A JSON document of about FILE_BYTES bytes (as the service stores it), distinct per seed and index. */
@@ -111,6 +123,7 @@ export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => 
   const ticks = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
   const seed = crypto.randomBytes(6).toString('hex');
   const rounds: SmallResult['rounds'] = [];
+  const commands = new Map<string, number>();
   let busy = 0;
 
   // Warm-up, thrown away: JIT, connection pools, both paths' first requests.
@@ -146,11 +159,13 @@ export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => 
         continue;
       }
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuTicks(pid) : 0]));
+      const sentBefore = await apiOperations(ctx.apiUrl);
       const cids: string[] = [];
       const start = Date.now();
       const seconds = await runClients(FILES, async (i) => void cids.push(await uploadOne(user.apiKey, JSON.parse(docs[i]!))));
       rate.api = FILES / seconds;
       for (const [k, pid] of Object.entries(pids)) if (pid) ticks[k]! += cpuTicks(pid) - before[k]!;
+      for (const [k, n] of await apiOperations(ctx.apiUrl)) commands.set(k, (commands.get(k) ?? 0) + n - (sentBefore.get(k) ?? 0));
       pinnedAfter = await allPinned(clusterApiUrl, cids, start, ctx.signal);
     }
     rounds.push({ ...rate, ratio: rate.api / rate.kubo, pinnedAfter });
@@ -169,5 +184,9 @@ export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => 
     pinnedAfter: spread(rounds.map((r) => r.pinnedAfter)),
     busy,
     cpuMs,
+    commands: [...commands]
+      .map(([k, n]): [string, number] => [k, n / uploads])
+      .filter(([, perUpload]) => perUpload >= 0.005)
+      .sort((a, b) => b[1] - a[1]),
   };
 }

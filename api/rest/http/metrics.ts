@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DISAGREEMENT_KINDS, type AuditReport } from '../../../infra/temporal/contracts/audit.js';
 
 /** A registry per app (tests run several apps in one process), with the process metrics. */
@@ -62,6 +62,23 @@ export function registerAuditMetrics(registry: Registry, lastReport: () => Promi
       const report = await read();
       this.reset();
       if (report) this.set(report.repaired);
+    },
+  });
+}
+
+/** The MongoDB operations this process sent, by method and collection (infra/db/index.ts). */
+export function registerDatabaseMetrics(registry: Registry, operations: () => ReadonlyMap<string, number>): void {
+  new Counter({
+    name: 'stupa_mongodb_operations_total',
+    help: 'MongoDB operations sent by this process, by method and collection',
+    labelNames: ['method', 'collection'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [key, count] of operations()) {
+        const [method, collection] = key.split(' ');
+        this.inc({ method, collection }, count);
+      }
     },
   });
 }

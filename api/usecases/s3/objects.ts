@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { parseCid } from '../../../infra/cid.js';
 import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
 import { objectId, type ObjectChecksums, type ObjectHeaders, type ObjectRecord } from '../../../infra/db/objects.js';
-import { holdsChanged, reserveStorage } from '../content.js';
+import { holdsChanged, reserveHolding } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { InvalidInput, NotFound, TooLarge } from '../errors.js';
 import { beginUpload } from '../uploads.js';
@@ -119,11 +119,8 @@ export async function recordObject(
   const cid = parseCid(content.cid);
   // Logged before the record, with the counter it moves (activities/counts.ts).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
-  let held = reserved;
-  if (held === undefined) {
-    held = await deps.db.usage.cost(userId, cid.multihash, 'object', content.size);
-    await reserveStorage(deps.db, userId, caller.plan, held);
-  }
+  const held =
+    reserved ?? (await reserveHolding(deps.db, userId, caller.plan, { multihash: cid.multihash, kind: 'object', size: content.size }));
   const record: ObjectRecord = {
     _id: objectId(content.bucket, content.key),
     bucket: content.bucket,

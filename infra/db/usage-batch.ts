@@ -1,0 +1,173 @@
+// The usage writes that every upload, S3 PutObject and pin makes, group-committed (batch.ts):
+// the same rules as one write each (usage.ts explains them), in a few commands per batch.
+//
+// - Reads of holding documents and of counters: one `$in` query per batch.
+// - Reservations: the batch's reservations of one user as one conditional update of their sum;
+//   when the sum does not fit, each is tried alone, in order, as before. So the quota stays
+//   exact: of 500 uploads that fit 250 at once, 250 are reserved.
+// - Holding steps that start a holder: the batch's new holding documents in one unordered
+//   insert. A document that was inserted had no "before": the content was held by none, so its
+//   step adds the content's size, as the atomic update would have said. The users' counters then
+//   move by their sums (one update per user) and the documents' `settling` comes back down in
+//   one update. A step whose document exists already (the user held the content before, or two
+//   steps of one content in one batch) is the single atomic step of usage.ts.
+import type { Model } from 'mongoose';
+import { groupCommit, insertUnordered, type Outcome } from './batch.js';
+import { userContentKey } from './by-id.js';
+
+export interface Counted {
+  _id: string;
+  used: number;
+  distinct?: boolean;
+}
+
+export interface HoldingDoc {
+  _id: string;
+  userId: string;
+  file: number;
+  pin: number;
+  object?: number;
+  size: number;
+  settling?: number;
+}
+
+export type Kind = 'file' | 'pin' | 'object';
+export interface Change {
+  files: number;
+  pinned: number;
+  used: number;
+}
+
+interface Parts<U extends Counted, H extends HoldingDoc> {
+  Usage: Model<U>;
+  Holds: Model<H>;
+  /** One reservation by itself (usage.ts `reserve`, with its rebuild of an uncounted user). */
+  reserveOne(userId: string, bytes: number, limit: number): Promise<boolean>;
+  /** One atomic holding step by itself (usage.ts `step`). */
+  step(userId: string, multihash: string, kind: Kind, by: 1, size: number, reserved: number): Promise<Change>;
+  /** What a first holder of `kind` changes in the counters. */
+  firstHold(kind: Kind, size: number): Change;
+  add(userId: string, change: Partial<Change>): Promise<void>;
+}
+
+interface Reservation {
+  userId: string;
+  bytes: number;
+  limit: number;
+}
+
+interface Step {
+  userId: string;
+  multihash: string;
+  kind: Kind;
+  size: number;
+  reserved: number;
+}
+
+export function createUsageBatches<U extends Counted, H extends HoldingDoc>(parts: Parts<U, H>) {
+  const { Usage, Holds } = parts;
+
+  const counter = groupCommit(async (ids: string[]) => {
+    const rows = await Usage.find({ _id: { $in: [...new Set(ids)] } }, { used: 1, distinct: 1 })
+      .lean<Pick<U, '_id' | 'used' | 'distinct'>[]>()
+      .exec();
+    const found = new Map(rows.map((r) => [r._id, r]));
+    return ids.map((id) => found.get(id) ?? null);
+  });
+
+  const holding = groupCommit(async (ids: string[]) => {
+    const rows = await Holds.find({ _id: { $in: [...new Set(ids)] } })
+      .lean<H[]>()
+      .exec();
+    const found = new Map(rows.map((r) => [r._id, r]));
+    return ids.map((id) => found.get(id) ?? null);
+  });
+
+  const reserve = groupCommit(async (entries: Reservation[]) => {
+    const results: Outcome<boolean>[] = [];
+    const byUser = new Map<string, number[]>();
+    entries.forEach((e, i) => byUser.set(`${e.userId} ${e.limit}`, [...(byUser.get(`${e.userId} ${e.limit}`) ?? []), i]));
+    await Promise.all(
+      [...byUser.values()].map(async (indexes) => {
+        const { userId, limit } = entries[indexes[0]!]!;
+        const sum = indexes.reduce((s, i) => s + entries[i]!.bytes, 0);
+        if (indexes.length > 1) {
+          const all = await Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - sum } }, { $inc: { used: sum } })
+            .lean()
+            .exec()
+            .catch((err: Error) => err);
+          if (all instanceof Error) return indexes.forEach((i) => (results[i] = all));
+          if (all) return indexes.forEach((i) => (results[i] = true));
+        }
+        for (const i of indexes) results[i] = await parts.reserveOne(userId, entries[i]!.bytes, limit).catch((err: Error) => err);
+      }),
+    );
+    return results;
+  });
+
+  const hold = groupCommit(async (entries: Step[]) => {
+    const results: Outcome<Change>[] = [];
+    const ids = entries.map((e) => userContentKey(e.userId, e.multihash));
+    // The first step of each document in the batch may insert it; any other steps alone.
+    const first = new Map<string, number>();
+    ids.forEach((id, i) => first.has(id) || first.set(id, i));
+    const inserting = [...first.values()];
+    const docs = inserting.map((i) => {
+      const e = entries[i]!;
+      return {
+        _id: ids[i]!,
+        userId: e.userId,
+        file: e.kind === 'file' ? 1 : 0,
+        pin: e.kind === 'pin' ? 1 : 0,
+        object: e.kind === 'object' ? 1 : 0,
+        size: e.size,
+        settling: 1,
+      };
+    });
+    const inserted = await insertUnordered(Holds, docs);
+    const alone: number[] = entries.map((_, i) => i).filter((i) => first.get(ids[i]!) !== i);
+    const settled: number[] = [];
+    const byUser = new Map<string, { change: Change; indexes: number[] }>();
+    inserted.forEach((outcome, n) => {
+      const i = inserting[n]!;
+      if (outcome === 'duplicate') return void alone.push(i);
+      if (outcome instanceof Error) return void (results[i] = outcome);
+      const e = entries[i]!;
+      const change = parts.firstHold(e.kind, e.size);
+      results[i] = change;
+      settled.push(i);
+      const sum = byUser.get(e.userId) ?? { change: { files: 0, pinned: 0, used: 0 }, indexes: [] };
+      sum.change.files += change.files;
+      sum.change.pinned += change.pinned;
+      sum.change.used += change.used - e.reserved;
+      sum.indexes.push(i);
+      byUser.set(e.userId, sum);
+    });
+    await Promise.all(
+      [...byUser].map(([userId, { change, indexes }]) =>
+        parts.add(userId, change).catch((err: Error) => indexes.forEach((i) => (results[i] = err))),
+      ),
+    );
+    // A document whose counters failed stays settling, and so does every one of the batch if
+    // this update fails (the steps happened, so their callers are not told otherwise): the
+    // sweep recounts those users (activities/counts.ts).
+    const done = settled.filter((i) => !(results[i] instanceof Error)).map((i) => ids[i]!);
+    if (done.length > 0)
+      await Holds.updateMany({ _id: { $in: done } }, { $inc: { settling: -1 } })
+        .exec()
+        .catch(() => undefined);
+    for (const i of alone.sort((a, b) => a - b)) {
+      const e = entries[i]!;
+      results[i] = await parts.step(e.userId, e.multihash, e.kind, 1, e.size, e.reserved).catch((err: Error) => err);
+    }
+    return results;
+  });
+
+  return {
+    counter,
+    holding: (userId: string, multihash: string) => holding(userContentKey(userId, multihash)),
+    reserve: (userId: string, bytes: number, limit: number) => reserve({ userId, bytes, limit }),
+    hold: (userId: string, multihash: string, kind: Kind, size: number, reserved: number) =>
+      hold({ userId, multihash, kind, size, reserved }),
+  };
+}
