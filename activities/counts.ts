@@ -7,9 +7,10 @@
 // is done or dead: COUNT_CHECK_AFTER_MS) the sweep compares those counters with the records,
 // looks again a moment later, and repairs what still differs: the user is recounted
 // (usage.recount, exact beside the user's traffic), a folder's count is set to its files unless
-// it moved meanwhile. Each change is checked once, in a few reads by index.
+// it moved meanwhile. Each change is checked once, with the round's others: four reads by index
+// per COUNT_CHECK_PAGE changes.
 import pLimit from 'p-limit';
-import { COUNT_SECOND_LOOK_MS } from '../infra/constants.js';
+import { COUNT_CHECK_PAGE, COUNT_SECOND_LOOK_MS } from '../infra/constants.js';
 import type { HoldChange } from '../infra/db/hold-changes.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -25,6 +26,13 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
   const holdings = new Map<string, { userId: string; multihash: string }>();
   const folders = new Map<string, string>(); // folderId → userId
   const limit = pLimit(16);
+
+  /** Whether each holding agrees with its records, a page of them per query (usage.ts). */
+  async function holdingsAgree(held: { userId: string; multihash: string }[]): Promise<boolean[]> {
+    const pages: (typeof held)[] = [];
+    for (let i = 0; i < held.length; i += COUNT_CHECK_PAGE) pages.push(held.slice(i, i + COUNT_CHECK_PAGE));
+    return (await Promise.all(pages.map((page) => limit(() => db.usage.holdingsAgree(page))))).flat();
+  }
 
   /** A folder's stored count and its files, when they differ (a folder gone or not counted: null). */
   async function folderOff(userId: string, folderId: string): Promise<{ stored: number; files: number } | null> {
@@ -46,7 +54,7 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
     async settle(): Promise<CountCheckResult> {
       const held = [...holdings.values()];
       const counted = [...folders];
-      const agrees = await Promise.all(held.map((h) => limit(() => db.usage.holdingAgrees(h.userId, h.multihash))));
+      const agrees = await holdingsAgree(held);
       const firstLook = await Promise.all(counted.map(([folderId, userId]) => limit(() => folderOff(userId, folderId))));
       const suspects = held.filter((_, i) => !agrees[i]);
       const suspectFolders = counted.flatMap(([folderId, userId], i) => (firstLook[i] ? [{ folderId, userId, first: firstLook[i] }] : []));
@@ -56,7 +64,8 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
       // A write in flight is a moment behind its record; what differs twice is left behind.
       await new Promise((resolve) => setTimeout(resolve, COUNT_SECOND_LOOK_MS));
       const users = new Set<string>();
-      for (const h of suspects) if (!(await db.usage.holdingAgrees(h.userId, h.multihash))) users.add(h.userId);
+      const again = await holdingsAgree(suspects);
+      suspects.forEach((h, i) => again[i] || users.add(h.userId));
       await Promise.all(
         [...users].map((userId) =>
           limit(async () => {

@@ -42,14 +42,12 @@ export function createHoldActivities(deps: ActivityDeps) {
 
   /** Asks for a sync when Cluster's pin (this service's) and the holds disagree. A sync
    * already under way may make them disagree for a moment; the extra round is harmless. */
-  async function resyncIfDifferent(multihash: string, cid: string): Promise<boolean> {
-    const [holds, allocation] = await Promise.all([
-      db.holds.of(multihash),
-      cluster.allocation(cid, { signal: AbortSignal.timeout(10_000) }),
-    ]);
+  async function resyncIfDifferent(multihash: string, cid: string, held: boolean): Promise<boolean> {
+    const allocation = await cluster.allocation(cid, { signal: AbortSignal.timeout(10_000) });
     const pinned = allocation?.metadata?.service === PIN_METADATA.service;
-    if (pinned === holds.holders.length > 0) return !pinned && !allocation && (await unpinLeftInKubo(multihash, cid));
-    await requestSync(jobs, multihash, holds.cid ?? cid);
+    if (pinned === held) return !pinned && !allocation && (await unpinLeftInKubo(multihash, cid));
+    // The sync workflow reads the holds again, and pins by a holder's CID.
+    await requestSync(jobs, multihash, cid);
     return true;
   }
 
@@ -133,7 +131,9 @@ export function createHoldActivities(deps: ActivityDeps) {
         // An entry whose CID does not parse (written by a bug, or by hand) is passed over: asking
         // Cluster about it would fail the round, and every retry of it, for good.
         const fresh = page.filter((c) => tryParseCid(c.cid) !== undefined && !seen.has(c.multihash) && seen.add(c.multihash));
-        const differed = await Promise.all(fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid))));
+        // Whether each is held: one query per holder kind for the page, read before Cluster is asked.
+        const held = await db.holds.heldAmong(fresh.map((c) => c.multihash));
+        const differed = await Promise.all(fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid, held.has(c.multihash)))));
         resynced += differed.filter(Boolean).length;
         const last = page[page.length - 1]!;
         if (page.length < HOLD_CHANGE_PAGE) break;

@@ -186,6 +186,8 @@ export const RECORD_COMPLETION_MS = 15_000;
  * second look. */
 export const COUNT_CHECK_AFTER_MS = RECORD_COMPLETION_MS + 5_000;
 export const COUNT_SECOND_LOOK_MS = 2_000;
+/** Logged changes whose counters the sweep compares with one set of queries. */
+export const COUNT_CHECK_PAGE = 200;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
 

@@ -162,7 +162,7 @@ test('counters a killed request left behind: the round that finds its change set
   expect(round.recounted).toBe(2);
   expect(round.foldersSet).toBe(1);
   expect(await db.usage.used(broken.userId)).toBe(size);
-  expect(await db.usage.holdingAgrees(broken.userId, parseCid(uploaded.body.cid).multihash)).toBe(true);
+  expect(await db.usage.holdingsAgree([{ userId: broken.userId, multihash: parseCid(uploaded.body.cid).multihash }])).toEqual([true]);
   expect((await db.folders.findForUser(broken.userId, folderId))?.fileCount).toBe(1);
   expect(await db.usage.used(halfway.userId)).toBe(halfwaySize);
   expect((await db.usage.holds.findById(halfwayHolding).lean().exec())?.settling).toBe(0);

@@ -22,7 +22,7 @@ import { createAuditStore } from './audits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
 import { createSignedTokenStore } from './signed-tokens.js';
 import { createSnapshotStore } from './snapshots.js';
-import { createUsageStore } from './usage.js';
+import { createUsageStore, type HoldKind } from './usage.js';
 import { createUserStore } from './users.js';
 
 export async function openDatabase(uri: string) {
@@ -64,22 +64,21 @@ export async function openDatabase(uri: string) {
   const locks = createLockStore(connection);
   // Storage use is counted over distinct content (usage.ts); the records are read to rebuild
   // a user (counted before, once, or by a recount), and of one content to check a change.
-  const usage = createUsageStore(connection, locks, async (userId, multihash) => {
-    type Held = { multihash: string; size: number | null };
-    const of = multihash === undefined ? { userId } : { userId, multihash };
+  const usage = createUsageStore(connection, locks, async (userIds, multihashes) => {
+    type Held = { userId: string; multihash: string; size: number | null };
+    const one = (values: string[]) => (values.length === 1 ? values[0] : { $in: values });
+    const of = { userId: one(userIds), ...(multihashes ? { multihash: one(multihashes) } : {}) };
+    const fields = { userId: 1, multihash: 1, size: 1 };
     const [f, p, o] = await Promise.all([
-      files.model.find(of, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      files.model.find(of, fields).lean<Held[]>().exec(),
       pins.model
-        .find({ ...of, status: 'pinned' }, { multihash: 1, size: 1 })
+        .find({ ...of, status: 'pinned' }, fields)
         .lean<Held[]>()
         .exec(),
-      objects.model.find(of, { multihash: 1, size: 1 }).lean<Held[]>().exec(),
+      objects.model.find(of, fields).lean<Held[]>().exec(),
     ]);
-    return [
-      ...f.map((r) => ({ kind: 'file' as const, multihash: r.multihash, size: r.size ?? 0 })),
-      ...p.map((r) => ({ kind: 'pin' as const, multihash: r.multihash, size: r.size ?? 0 })),
-      ...o.map((r) => ({ kind: 'object' as const, multihash: r.multihash, size: r.size ?? 0 })),
-    ];
+    const row = (kind: HoldKind) => (r: Held) => ({ kind, userId: r.userId, multihash: r.multihash, size: r.size ?? 0 });
+    return [...f.map(row('file')), ...p.map(row('pin')), ...o.map(row('object'))];
   });
   const activity = createActivityStore(connection);
   const audits = createAuditStore(connection);

@@ -104,8 +104,11 @@ export interface UsageChange {
 
 export type Weight = Required<UsageChange>;
 
-/** What a user's records hold (of one content, with `multihash`), one entry per record. */
-export type HoldsFromRecords = (userId: string, multihash?: string) => Promise<{ kind: HoldKind; multihash: string; size: number }[]>;
+/** What the users' records hold (of these contents, with `multihashes`), one entry per record. */
+export type HoldsFromRecords = (
+  userIds: string[],
+  multihashes?: string[],
+) => Promise<{ kind: HoldKind; userId: string; multihash: string; size: number }[]>;
 
 const usageSchema = new Schema<UsageRecord>(
   {
@@ -168,7 +171,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    * the writers that passed it).
    */
   async function tally(userId: string): Promise<{ byContent: Map<string, Partial<HoldRecord>>; total: Weight }> {
-    const records = await holdsFromRecords(userId);
+    const records = await holdsFromRecords([userId]);
     const byContent = new Map<string, Partial<HoldRecord>>();
     for (const r of records) {
       const key = userContentKey(userId, r.multihash);
@@ -332,16 +335,31 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
      * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
     /**
-     * Whether the user's holding document of the content counts the records that hold it now
-     * (the sweep's check of a logged change, activities/counts.ts): a few reads by index.
+     * For each user and content, whether the user's holding document counts the records that
+     * hold it now (the sweep's check of logged changes, activities/counts.ts): four queries by
+     * index for the lot.
      */
-    async holdingAgrees(userId: string, multihash: string): Promise<boolean> {
-      const [doc, records] = await Promise.all([
-        Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
-        holdsFromRecords(userId, multihash),
+    async holdingsAgree(pairs: { userId: string; multihash: string }[]): Promise<boolean[]> {
+      if (pairs.length === 0) return [];
+      const ids = pairs.map((p) => userContentKey(p.userId, p.multihash));
+      const [docs, records] = await Promise.all([
+        Holds.find({ _id: { $in: [...new Set(ids)] } })
+          .lean<HoldRecord[]>()
+          .exec(),
+        holdsFromRecords([...new Set(pairs.map((p) => p.userId))], [...new Set(pairs.map((p) => p.multihash))]),
       ]);
-      const counted = records.reduce<Partial<HoldRecord> | null>((d, r) => stepped(d, r.kind, 1, r.size), null);
-      return (doc?.settling ?? 0) === 0 && (['file', 'pin', 'object'] as const).every((k) => (doc?.[k] ?? 0) === (counted?.[k] ?? 0));
+      const stored = new Map(docs.map((d) => [d._id, d]));
+      const counted = new Map<string, Partial<HoldRecord>>();
+      for (const r of records) {
+        const id = userContentKey(r.userId, r.multihash);
+        counted.set(id, stepped(counted.get(id) ?? null, r.kind, 1, r.size));
+      }
+      return ids.map((id) => {
+        const doc = stored.get(id);
+        return (
+          (doc?.settling ?? 0) === 0 && (['file', 'pin', 'object'] as const).every((k) => (doc?.[k] ?? 0) === (counted.get(id)?.[k] ?? 0))
+        );
+      });
     },
 
     /** How many records of each kind the user's holding document of the content counts. */

@@ -101,11 +101,13 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     const [apiPort, gatewayPort, s3Port] = await freePorts(3);
     const env = serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!);
     const services = { logDir, track, signal: abort.signal };
-    // BENCH_API_NODE_OPTIONS goes to the API process alone, e.g. `--import ./scripts/bench/profile-preload.mjs`
-    // with BENCH_PROFILE_DIR for a CPU profile of it.
-    const apiOptions = process.env.BENCH_API_NODE_OPTIONS;
-    const apiEnv = apiOptions ? { ...env, NODE_OPTIONS: apiOptions } : env;
-    const [api, worker] = await Promise.all([startApiProcess(apiEnv, services), startWorkerProcess(env, services)]);
+    // BENCH_API_NODE_OPTIONS (BENCH_WORKER_NODE_OPTIONS) goes to the API (worker) process alone, e.g.
+    // `--import ./scripts/bench/profile-preload.mjs` with BENCH_PROFILE_DIR for a CPU profile of it.
+    const withOptions = (options?: string) => (options ? { ...env, NODE_OPTIONS: options } : env);
+    const [api, worker] = await Promise.all([
+      startApiProcess(withOptions(process.env.BENCH_API_NODE_OPTIONS), services),
+      startWorkerProcess(withOptions(process.env.BENCH_WORKER_NODE_OPTIONS), services),
+    ]);
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const user = await createBenchUser(env);
