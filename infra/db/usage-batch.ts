@@ -14,40 +14,18 @@
 import type { Model } from 'mongoose';
 import { groupCommit, insertUnordered, type Outcome } from './batch.js';
 import { userContentKey } from './by-id.js';
+import type { HoldKind, HoldRecord, UsageChange, UsageRecord, Weight } from './usage-records.js';
 
-export interface Counted {
-  _id: string;
-  used: number;
-  distinct?: boolean;
-}
-
-export interface HoldingDoc {
-  _id: string;
-  userId: string;
-  file: number;
-  pin: number;
-  object?: number;
-  size: number;
-  settling?: number;
-}
-
-export type Kind = 'file' | 'pin' | 'object';
-export interface Change {
-  files: number;
-  pinned: number;
-  used: number;
-}
-
-interface Parts<U extends Counted, H extends HoldingDoc> {
-  Usage: Model<U>;
-  Holds: Model<H>;
+interface Parts {
+  Usage: Model<UsageRecord>;
+  Holds: Model<HoldRecord>;
   /** One reservation by itself (usage.ts `reserve`, with its rebuild of an uncounted user). */
   reserveOne(userId: string, bytes: number, limit: number): Promise<boolean>;
   /** One atomic holding step by itself (usage.ts `step`). */
-  step(userId: string, multihash: string, kind: Kind, by: 1, size: number, reserved: number): Promise<Change>;
+  step(userId: string, multihash: string, kind: HoldKind, by: 1, size: number, reserved: number): Promise<Weight>;
   /** What a first holder of `kind` changes in the counters. */
-  firstHold(kind: Kind, size: number): Change;
-  add(userId: string, change: Partial<Change>): Promise<void>;
+  firstHold(kind: HoldKind, size: number): Weight;
+  add(userId: string, change: UsageChange): Promise<void>;
 }
 
 interface Reservation {
@@ -59,17 +37,17 @@ interface Reservation {
 interface Step {
   userId: string;
   multihash: string;
-  kind: Kind;
+  kind: HoldKind;
   size: number;
   reserved: number;
 }
 
-export function createUsageBatches<U extends Counted, H extends HoldingDoc>(parts: Parts<U, H>) {
+export function createUsageBatches(parts: Parts) {
   const { Usage, Holds } = parts;
 
   const counter = groupCommit(async (ids: string[]) => {
     const rows = await Usage.find({ _id: { $in: [...new Set(ids)] } }, { used: 1, distinct: 1 })
-      .lean<Pick<U, '_id' | 'used' | 'distinct'>[]>()
+      .lean<Pick<UsageRecord, '_id' | 'used' | 'distinct'>[]>()
       .exec();
     const found = new Map(rows.map((r) => [r._id, r]));
     return ids.map((id) => found.get(id) ?? null);
@@ -77,7 +55,7 @@ export function createUsageBatches<U extends Counted, H extends HoldingDoc>(part
 
   const holding = groupCommit(async (ids: string[]) => {
     const rows = await Holds.find({ _id: { $in: [...new Set(ids)] } })
-      .lean<H[]>()
+      .lean<HoldRecord[]>()
       .exec();
     const found = new Map(rows.map((r) => [r._id, r]));
     return ids.map((id) => found.get(id) ?? null);
@@ -106,7 +84,7 @@ export function createUsageBatches<U extends Counted, H extends HoldingDoc>(part
   });
 
   const hold = groupCommit(async (entries: Step[]) => {
-    const results: Outcome<Change>[] = [];
+    const results: Outcome<Weight>[] = [];
     const ids = entries.map((e) => userContentKey(e.userId, e.multihash));
     // The first step of each document in the batch may insert it; any other steps alone.
     const first = new Map<string, number>();
@@ -127,7 +105,7 @@ export function createUsageBatches<U extends Counted, H extends HoldingDoc>(part
     const inserted = await insertUnordered(Holds, docs);
     const alone: number[] = entries.map((_, i) => i).filter((i) => first.get(ids[i]!) !== i);
     const settled: number[] = [];
-    const byUser = new Map<string, { change: Change; indexes: number[] }>();
+    const byUser = new Map<string, { change: Weight; indexes: number[] }>();
     inserted.forEach((outcome, n) => {
       const i = inserting[n]!;
       if (outcome === 'duplicate') return void alone.push(i);
@@ -167,7 +145,7 @@ export function createUsageBatches<U extends Counted, H extends HoldingDoc>(part
     counter,
     holding: (userId: string, multihash: string) => holding(userContentKey(userId, multihash)),
     reserve: (userId: string, bytes: number, limit: number) => reserve({ userId, bytes, limit }),
-    hold: (userId: string, multihash: string, kind: Kind, size: number, reserved: number) =>
+    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved: number) =>
       hold({ userId, multihash, kind, size, reserved }),
   };
 }
