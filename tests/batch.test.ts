@@ -1,6 +1,6 @@
 // groupCommit and batchedReads (infra/db/batch.ts). The write here is a plain function so the
 // test controls when each batch ends and sees what each carried.
-import { batchedReads, groupCommit } from '../infra/db/batch.js';
+import { batchedReads, groupCommit, MAX_BATCH } from '../infra/db/batch.js';
 
 function controlledWrite() {
   const batches: { entries: string[]; end: (results?: (string | Error)[]) => void; fail: (e: Error) => void }[] = [];
@@ -72,4 +72,17 @@ test('batched reads ask for each key once per batch and answer every caller, nul
   expect(got).toEqual(['k@1', 'j@1', 'k@1', null]);
   expect(asked).toEqual([['k', 'j', 'missing']]);
   expect(await read('k')).toBe('k@2'); // a later read is a new read
+});
+
+test('a batch takes at most MAX_BATCH entries; the rest go in the next one', async () => {
+  const { write, batches } = controlledWrite();
+  const commit = groupCommit(write);
+  const all = Array.from({ length: MAX_BATCH + 5 }, (_, i) => commit(`e${i}`));
+  await settle();
+  expect(batches.map((x) => x.entries.length)).toEqual([MAX_BATCH]);
+  batches[0]!.end();
+  await settle();
+  expect(batches.map((x) => x.entries.length)).toEqual([MAX_BATCH, 5]);
+  batches[1]!.end();
+  expect((await Promise.all(all)).at(-1)).toBe(`e${MAX_BATCH + 4}!`);
 });

@@ -21,6 +21,10 @@ import { isDuplicateKey } from './errors.js';
 
 export type Outcome<R> = R | Error;
 
+/** Entries per command at most: a bound on its size (and on SQLite's parameters, 32,766, for
+ * the `$in` of a batched read on the stack's FerretDB). */
+export const MAX_BATCH = 1_000;
+
 export function groupCommit<T, R = void>(write: (entries: T[]) => Promise<Outcome<R>[]>): (entry: T) => Promise<R> {
   let open: { entries: T[]; results: Promise<Outcome<R>[]> } | undefined;
   let writing: Promise<unknown> = Promise.resolve();
@@ -38,8 +42,11 @@ export function groupCommit<T, R = void>(write: (entries: T[]) => Promise<Outcom
       writing = batch.results.catch(() => undefined);
       open = batch as { entries: T[]; results: Promise<Outcome<R>[]> };
     }
-    const index = open.entries.push(entry) - 1;
-    return open.results.then((results) => {
+    const current = open;
+    const index = current.entries.push(entry) - 1;
+    // A full batch takes no more: the next entry opens one that waits for it.
+    if (current.entries.length >= MAX_BATCH) open = undefined;
+    return current.results.then((results) => {
       const result = results[index];
       if (result instanceof Error) throw result;
       return result as R;
