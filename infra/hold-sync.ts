@@ -100,8 +100,6 @@ export async function announceHoldChangeIfAlone(
   self: HolderRef,
   change: 'added' | 'removed',
 ): Promise<void> {
-  const me = `${self.kind}:${self.key}`;
-  const { holders } = await deps.db.holds.of(multihash);
-  if (holders.some((h) => h !== me)) return;
+  if (await deps.db.holds.heldByOthers(multihash, self)) return;
   await announceHoldChange(deps, multihash, cid, change === 'added' ? self : undefined);
 }

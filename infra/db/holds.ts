@@ -37,10 +37,18 @@ export interface HolderKind {
   heldPage(after: string, limit: number): Promise<{ multihash: string; cid: string }[]>;
   /** Which of these multihashes a record of this kind holds. */
   heldAmong(multihashes: string[]): Promise<Set<string>>;
+  /** Whether a record of this kind other than `except` (a holder ID) holds the multihash: one
+   * record read at most. */
+  heldByOther(multihash: string, except?: string): Promise<boolean>;
 }
 
-/** `heldPage` and `heldAmong` of a kind whose holding records match `holding`. */
-export function heldQueries<T>(records: Model<T>, holding: Record<string, unknown> = {}): Pick<HolderKind, 'heldPage' | 'heldAmong'> {
+/** `heldPage`, `heldAmong` and `heldByOther` of a kind whose holding records match `holding`
+ * (`idField`: the field that is a holder's ID). */
+export function heldQueries<T>(
+  records: Model<T>,
+  holding: Record<string, unknown> = {},
+  idField = '_id',
+): Pick<HolderKind, 'heldPage' | 'heldAmong' | 'heldByOther'> {
   type Row = { multihash: string; cid: string };
   return {
     async heldPage(after, limit) {
@@ -63,6 +71,10 @@ export function heldQueries<T>(records: Model<T>, holding: Record<string, unknow
         .lean<Row[]>()
         .exec();
       return new Set(rows.map((r) => r.multihash));
+    },
+    async heldByOther(multihash, except) {
+      const other = except === undefined ? {} : { [idField]: { $ne: except } };
+      return (await records.exists({ ...holding, multihash, ...other })) !== null;
     },
   };
 }
@@ -130,6 +142,16 @@ export function createHolds(kinds: HolderKind[]) {
       const kind = byName.get(ref.kind);
       if (!kind) throw new Error(`unknown holder kind ${ref.kind}`);
       return kind.holds(ref.key);
+    },
+
+    /**
+     * Whether any record but `self` holds the content. The kinds are asked one after another,
+     * each for one record, until one has it: usually two small reads (an IPNS name's target is
+     * mostly an upload), where `of` reads every holder of every kind.
+     */
+    async heldByOthers(multihash: string, self: HolderRef): Promise<boolean> {
+      for (const k of kinds) if (await k.heldByOther(multihash, k.kind === self.kind ? self.key : undefined)) return true;
+      return false;
     },
 
     /** Which of these multihashes any record holds. */

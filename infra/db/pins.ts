@@ -146,7 +146,7 @@ export function createPinStore(conn: Connection) {
       const pin = await get(key);
       return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
     },
-    ...heldQueries(Pins, holding),
+    ...heldQueries(Pins, holding, 'requestId'),
   };
 
   return {
