@@ -5,8 +5,10 @@
 //   2. builds every command of infra/stack/versions.json that is missing from the cache;
 //   3. with `--browser` (npm test): makes sure the real clients the tests drive are there:
 //      Chromium, s3cmd and rclone (Debian's packages, installed when missing and apt-get may
-//      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION).
-// `--binaries-only` skips step 1; `--deps-only` skips step 2.
+//      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
+//   4. with `--bench` (npm run bench): builds the benchComponents of versions.json too (MinIO,
+//      the engine the S3 benchmark compares with), cached like the rest.
+// `--binaries-only` skips step 1; `--deps-only` skips steps 2 and 4.
 //
 // Why `go mod download` + `go build` rather than `go install MODULE@VERSION`: measured here,
 // `go install` refuses Kubo (its go.mod has an `exclude` block) and, for FerretDB and IPFS
@@ -134,9 +136,9 @@ function buildComponent(name, spec) {
   log(`${name} ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-function ensureBinaries() {
+function ensureBinaries(components) {
   fs.mkdirSync(cacheDir, { recursive: true });
-  for (const [name, spec] of Object.entries(manifest.components)) buildComponent(name, spec);
+  for (const [name, spec] of Object.entries(components)) if (!name.startsWith('$')) buildComponent(name, spec);
 }
 
 /** The browser the tests drive (tests/support/browser.ts finds it the same way). */
@@ -183,7 +185,8 @@ function ensureTestClients() {
 
 try {
   if (!args.has('--binaries-only')) ensureDependencies();
-  if (!args.has('--deps-only')) ensureBinaries();
+  if (!args.has('--deps-only')) ensureBinaries(manifest.components);
+  if (!args.has('--deps-only') && args.has('--bench')) ensureBinaries(manifest.benchComponents);
   if (args.has('--browser')) ensureTestClients();
 } catch (err) {
   log(`failed: ${err.message}`);

@@ -6,8 +6,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths.js';
 
+type Component = { module: string; version: string; patches?: string[]; commands: Record<string, string> };
 interface Manifest {
-  components: Record<string, { module: string; version: string; patches?: string[]; commands: Record<string, string> }>;
+  components: Record<string, Component>;
+  /** Built by `npm run bench` only (bootstrap --bench): servers the benchmarks compare with. */
+  benchComponents: Record<string, Component>;
 }
 
 function readManifest(): Manifest {
@@ -19,7 +22,7 @@ export function cacheDir(): string {
 }
 
 /** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches: a change of a patch is a new build. */
-function buildName(spec: Manifest['components'][string]): string {
+function buildName(spec: Component): string {
   if (!spec.patches?.length) return spec.version;
   const hash = crypto.createHash('sha256');
   for (const patch of spec.patches) hash.update(fs.readFileSync(path.join(projectRoot, patch)));
@@ -28,7 +31,8 @@ function buildName(spec: Manifest['components'][string]): string {
 
 /** Absolute path of a built command; throws telling how to build it when it is missing. */
 export function binaryPath(component: string, command: string): string {
-  const spec = readManifest().components[component];
+  const manifest = readManifest();
+  const spec = manifest.components[component] ?? manifest.benchComponents[component];
   if (!spec?.commands[command]) throw new Error(`infra/stack/versions.json has no command "${command}" for component "${component}"`);
   const file = path.join(cacheDir(), 'bin', `${component}-${buildName(spec)}`, command);
   if (!fs.existsSync(file)) {

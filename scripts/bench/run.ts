@@ -6,7 +6,7 @@
 //               with the API's CPU s/GiB and RSS (`--upload` runs only this one)
 //   small.ts    1,000 JSON files of 1 KiB from 16 clients into one empty account vs Kubo's add
 //               of as many, and the 503s (`--small`)
-//   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow
+//   pins.ts     pins/s end to end vs executions/s of an empty Temporal workflow (`--pins`)
 //   latency.ts  GET /pin/:cid and GET /file/:cid under 100 connections vs a bare Express app
 //               (`--status`; `--hot` runs upload, small and status; `--rounds N` sets their rounds,
 //               `--upload-client curl|node` the upload's client, curl by default)
@@ -19,8 +19,9 @@
 //               events are recorded at (`--analytics` runs only this one)
 //   gateway.ts  1 GiB and 4 KiB (32 clients) reads through an account's gateway vs Kubo's own
 //               gateway, and the API's RSS (`--gateway` runs only this one)
-//   s3.ts       4 KiB PutObject/GetObject at 16 clients, 1 GiB PutObject vs the REST upload,
-//               CompleteMultipartUpload of 5 GiB in 8 MiB parts (`--s3` runs only this one)
+//   s3.ts       4 KiB PutObject/GetObject at 16 clients vs MinIO (s3-small.ts, `--s3-small`),
+//               1 GiB PutObject vs the REST upload, CompleteMultipartUpload of 5 GiB in 8 MiB
+//               parts (`--s3` runs only this one)
 //   file-ids.ts how long an upgraded API's start takes to give a million files from before file
 //               ids their own (`--migrate [--records N]` runs only this one)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
@@ -32,7 +33,7 @@ import { analyticsLine, benchAnalytics } from './analytics.js';
 import { benchFileIds, MIGRATE_RECORDS } from './file-ids.js';
 import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
 import { runBench, say, type BenchContext } from './harness.js';
-import { s3Only } from './s3.js';
+import { s3Only, s3SmallOnly } from './s3.js';
 import { benchImages, IMAGE_HEIGHT, IMAGE_WIDTH, REQUESTS as IMAGE_REQUESTS, ROUNDS as IMAGE_ROUNDS, type ImagesResult } from './images.js';
 import { benchIpns, ipnsLines } from './ipns.js';
 import { hotPathsBroken, smallLine, statusLine, uploadLine } from './hot-paths.js';
@@ -47,11 +48,14 @@ const fixed = (n: number, digits = 1) => n.toFixed(digits);
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 const verdict = (met: boolean) => (met ? 'met' : 'MISSED');
 
+/** Pins against empty workflows: the small-operations issue asks 0.9 (the first goal was 0.5). */
+const PIN_GOAL = 0.9;
+
 function pinsLine(pins: PinsResult, empty: number): string {
   const pinRatio = pins.pinsPerSecond / empty;
   return (
     `bench: pins/s         api ${fixed(pins.pinsPerSecond)}  empty workflow ${fixed(empty)}  ratio ${fixed(pinRatio, 2)} ` +
-    `(goal >= 0.5: ${verdict(pinRatio >= 0.5)})  [1,000 each, ${CONCURRENCY} at a time` +
+    `(goal >= ${PIN_GOAL}: ${verdict(pinRatio >= PIN_GOAL)})  [1,000 each, ${CONCURRENCY} at a time` +
     `${pins.serverErrors > 0 ? `; ${pins.serverErrors} POST /pin answered 5xx and were retried` : ''}]`
   );
 }
@@ -87,17 +91,31 @@ async function hotPaths(ctx: BenchContext, which: HotPaths): Promise<number> {
   return broken.length > 0 ? 1 : 0;
 }
 
-/** The default benchmark: every figure, each against its raw component. */
-async function costOverComponents(ctx: BenchContext): Promise<number> {
-  const { endpoints, apiUrl, user, loadStart, signal } = ctx;
-  const upload = await benchUpload(ctx, say);
-  const small = await benchSmallFiles(ctx, say);
-
+/** 1,000 pins end to end, then 1,000 empty workflows the same way. */
+async function pinsAndEmpty(ctx: BenchContext) {
+  const { endpoints, apiUrl, user, signal } = ctx;
   const pins = await benchPins({ ...endpoints, apiUrl, apiKey: user.apiKey, userId: user.userId, say }, signal);
   say(`pins: ${fixed(pins.pinsPerSecond)}/s (POSTs took ${fixed(pins.postSeconds)} s, all pinned after ${fixed(pins.totalSeconds)} s)`);
   say(`empty workflow: 1,000 executions, ${CONCURRENCY} at a time`);
   const empty = await benchEmptyWorkflow(endpoints.temporalAddress, signal);
   say(`empty workflow: ${fixed(empty.perSecond)}/s (${fixed(empty.seconds)} s)`);
+  return { pins, empty };
+}
+
+/** `npm run bench -- --pins`: the pins figure alone. */
+async function pinsOnly(ctx: BenchContext): Promise<number> {
+  const { pins, empty } = await pinsAndEmpty(ctx);
+  process.stdout.write(`\n${pinsLine(pins, empty.perSecond)}\n${machineLine(ctx.loadStart)}\n`);
+  return 0;
+}
+
+/** The default benchmark: every figure, each against its raw component. */
+async function costOverComponents(ctx: BenchContext): Promise<number> {
+  const { loadStart } = ctx;
+  const upload = await benchUpload(ctx, say);
+  const small = await benchSmallFiles(ctx, say);
+
+  const { pins, empty } = await pinsAndEmpty(ctx);
 
   const status = await benchStatus(ctx, say);
 
@@ -253,6 +271,7 @@ async function main(): Promise<number> {
   if (args.includes('--hot')) hot.upload = hot.small = hot.status = true;
   if (hot.upload || hot.small || hot.status) return runBench((ctx) => hotPaths(ctx, hot));
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
+  if (args.includes('--pins')) return runBench(pinsOnly);
   if (args.includes('--migrate')) {
     const at = args.indexOf('--records');
     const records = at >= 0 ? Number(args[at + 1]) : MIGRATE_RECORDS;
@@ -262,6 +281,7 @@ async function main(): Promise<number> {
   if (args.includes('--analytics')) return runBench(analyticsOnly);
   if (args.includes('--images')) return runBench(imagesOnly);
   if (args.includes('--gateway')) return runBench(gatewayOnly);
+  if (args.includes('--s3-small')) return runBench((ctx) => s3SmallOnly(ctx, say, rounds));
   if (args.includes('--s3')) return runBench((ctx) => s3Only(ctx, say));
   if (args.includes('--ipns')) {
     const named = args.indexOf('--names');

@@ -1,21 +1,17 @@
 // The S3 interface (api/s3/), as the issue asks it measured:
-// 1. 4 KiB PutObject and then GetObject at CONCURRENCY clients (the AWS SDK for JavaScript v3
-//    with its defaults: checksums on, aws-chunked trailers), SMALL_SECONDS each: ops/s and
-//    p50/p99. PutObjects are distinct random bytes (each a new object and a new CID, as a
-//    client's uploads are); GetObjects read them back at random.
+// 1. 4 KiB PutObject and GetObject against MinIO in the same run (s3-small.ts; `--s3-small`
+//    runs only this part, `--rounds N` sets its rounds).
 // 2. 1 GiB PutObject (streamed, aws-chunked with a CRC32 trailer, MD5 computed by the server)
 //    against `POST /upload/new` of the same bytes, BIG_ROUNDS rounds alternating which goes
 //    first; each path's MB/s is its bytes over its summed time. The CIDs must be equal.
 // 3. CompleteMultipartUpload of a 5 GiB object in 8 MiB parts (640 parts, uploaded first,
 //    4 at once): the time from the request to its answer. Goal: < 5 s. The object's CID must
 //    equal Kubo's add of the same bytes (only-hash).
-import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
-  GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
   S3Client,
@@ -25,51 +21,17 @@ import pLimit from 'p-limit';
 import { createKubo } from '../../infra/kubo.js';
 import { apiCall, type BenchContext } from './harness.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
+import { benchS3Small, s3SmallBroken, s3SmallLines, type S3SmallResult } from './s3-small.js';
 
-export const CONCURRENCY = 16;
-export const SMALL_SECONDS = 10;
 export const BIG_SIZE = 1024 * MiB;
 export const BIG_ROUNDS = 2;
 export const MPU_SIZE = 5 * 1024 * MiB;
 export const PART_SIZE = 8 * MiB;
 
 export interface S3Result {
-  put: { opsPerSecond: number; p50: number; p99: number; errors: number };
-  get: { opsPerSecond: number; p50: number; p99: number; errors: number };
+  small: S3SmallResult;
   big: { s3MBps: number; restMBps: number; rounds: { s3: number; rest: number }[]; sameCid: boolean };
   complete: { seconds: number; uploadSeconds: number; sameCid: boolean };
-}
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0;
-
-/** Runs `op` from CONCURRENCY clients for `seconds`; ops/s and latencies (ms). */
-async function load(seconds: number, op: (i: number) => Promise<void>) {
-  const latencies: number[] = [];
-  let errors = 0;
-  let n = 0;
-  const end = Date.now() + seconds * 1000;
-  const started = Date.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (Date.now() < end) {
-        const t = performance.now();
-        try {
-          await op(n++);
-          latencies.push(performance.now() - t);
-        } catch {
-          errors++;
-        }
-      }
-    }),
-  );
-  const elapsed = (Date.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    opsPerSecond: latencies.length / elapsed,
-    p50: Math.round(percentile(latencies, 50)),
-    p99: Math.round(percentile(latencies, 99)),
-    errors,
-  };
 }
 
 export async function benchS3(ctx: BenchContext, say: (line: string) => void): Promise<S3Result> {
@@ -86,16 +48,7 @@ export async function benchS3(ctx: BenchContext, say: (line: string) => void): P
   const bucket = `bench-${userId.toLowerCase().replace(/[^a-z0-9]/g, '')}`.slice(0, 40);
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
 
-  say(`s3: 4 KiB PutObject, ${CONCURRENCY} clients, ${SMALL_SECONDS} s`);
-  const put = await load(SMALL_SECONDS, async (i) => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `small/${i}`, Body: crypto.randomBytes(4096) }));
-  });
-  const written = Math.max(1, Math.round(put.opsPerSecond * SMALL_SECONDS));
-  say(`s3: 4 KiB GetObject, ${CONCURRENCY} clients, ${SMALL_SECONDS} s`);
-  const get = await load(SMALL_SECONDS, async () => {
-    const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `small/${crypto.randomInt(written)}` }));
-    await out.Body!.transformToByteArray();
-  });
+  const small = await benchS3Small(ctx, say);
 
   const rounds: { s3: number; rest: number }[] = [];
   let s3Cid = '';
@@ -174,8 +127,7 @@ export async function benchS3(ctx: BenchContext, say: (line: string) => void): P
   const whole = (await kubo.add(bytes(MPU_SIZE, 'bench-s3-mpu'), { onlyHash: true, pin: false })).cid.toString();
   say(`s3: CompleteMultipartUpload ${seconds.toFixed(2)} s (parts uploaded in ${uploadSeconds.toFixed(0)} s)`);
   return {
-    put,
-    get,
+    small,
     big: { s3MBps: mbps((r) => r.s3), restMBps: mbps((r) => r.rest), rounds, sameCid: s3Cid === restCid },
     complete: { seconds, uploadSeconds, sameCid: huge === whole },
   };
@@ -187,8 +139,7 @@ const fixed = (n: number, digits = 1) => n.toFixed(digits);
 export function s3Lines(r: S3Result): string[] {
   const ratio = r.big.s3MBps / r.big.restMBps;
   return [
-    `bench: s3 4 KiB PutObject  ${CONCURRENCY} clients: ${Math.round(r.put.opsPerSecond)} ops/s p50 ${r.put.p50} ms p99 ${r.put.p99} ms (${r.put.errors} errors)`,
-    `bench: s3 4 KiB GetObject  ${CONCURRENCY} clients: ${Math.round(r.get.opsPerSecond)} ops/s p50 ${r.get.p50} ms p99 ${r.get.p99} ms (${r.get.errors} errors)`,
+    ...s3SmallLines(r.small),
     `bench: s3 1 GiB PutObject  ${fixed(r.big.s3MBps)} MB/s  REST upload ${fixed(r.big.restMBps)} MB/s  ratio ${fixed(ratio, 2)} ` +
       `[rounds ${r.big.rounds.map((x) => `${fixed(x.s3)}/${fixed(x.rest)}`).join(', ')}]`,
     `bench: s3 CompleteMultipartUpload of 5 GiB in ${PART_SIZE / MiB} MiB parts: ${fixed(r.complete.seconds, 2)} s (goal < 5 s; the parts took ${fixed(r.complete.uploadSeconds, 0)} s to upload)`,
@@ -200,7 +151,7 @@ export function s3Broken(r: S3Result): string[] {
   return [
     ...(r.big.sameCid ? [] : ['the 1 GiB PutObject and the REST upload of the same bytes gave different CIDs']),
     ...(r.complete.sameCid ? [] : ["the 5 GiB multipart object's CID is not Kubo's for the same bytes"]),
-    ...(r.put.errors + r.get.errors > 0 ? [`${r.put.errors + r.get.errors} small S3 requests failed`] : []),
+    ...s3SmallBroken(r.small),
   ];
 }
 
@@ -209,6 +160,15 @@ export async function s3Only(ctx: BenchContext, say: (line: string) => void): Pr
   const result = await benchS3(ctx, say);
   process.stdout.write(`\n${s3Lines(result).join('\n')}\n`);
   const broken = s3Broken(result);
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
+/** `npm run bench -- --s3-small [--rounds N]`: the 4 KiB objects against MinIO alone. */
+export async function s3SmallOnly(ctx: BenchContext, say: (line: string) => void, rounds?: number): Promise<number> {
+  const result = await benchS3Small(ctx, say, rounds);
+  process.stdout.write(`\n${s3SmallLines(result).join('\n')}\n`);
+  const broken = s3SmallBroken(result);
   for (const problem of broken) say(`broken: ${problem}`);
   return broken.length > 0 ? 1 : 0;
 }
