@@ -1,12 +1,15 @@
-// Small answers of immutable content, kept in memory. A page's assets and an app's metadata are
-// read again and again, and each read through Kubo's gateway costs more than the access
-// checks around it (measured with `npm run bench -- --gateway`: 4 KiB reads at 0.46 of Kubo's
-// own rate when every one went to Kubo). An answer is kept when it is complete, 200, marked
-// immutable by Kubo (a path under a CID never changes) and at most ANSWER_MAX_BYTES; the
-// memory holds ANSWER_MEMORY_BYTES, least recently used first out. Every read still passes the
-// account's checks (api/gateway/app.ts); only the bytes come from here.
+// Small answers of immutable content, kept in memory, by the gateway and by S3's GetObject (each
+// surface its own, as each has its own pool to Kubo's gateway). A page's assets, an app's
+// metadata and small objects are read again and again, and each read through Kubo's gateway
+// costs more than the access checks around it (measured with `npm run bench -- --gateway`: 4 KiB
+// reads at 0.46 of Kubo's own rate when every one went to Kubo). An answer is kept when it is
+// complete, 200, marked immutable by Kubo (a path under a CID never changes) and at most
+// ANSWER_MAX_BYTES; the memory holds ANSWER_MEMORY_BYTES, least recently used first out. Every
+// read still passes the surface's checks (api/gateway/app.ts, api/s3/objects.ts: an S3 key is
+// read from its record each time, so an overwritten key is never answered with the old bytes);
+// only the bytes come from here.
 import type { IncomingMessage } from 'node:http';
-import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES } from '../../infra/constants.js';
+import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES } from '../infra/constants.js';
 
 export interface KeptAnswer {
   headers: Record<string, string | string[]>;

@@ -45,7 +45,7 @@ export const GATEWAY_TOKEN_PREFIX_LENGTH = 12;
 /** Gateway tokens an account may have at once. */
 export const GATEWAY_TOKENS_MAX = 100;
 
-/** The gateway keeps complete answers of immutable content up to this size in memory, this much in all (api/gateway/answers.ts). */
+/** The gateway and S3 GetObject each keep complete answers of immutable content up to this size in memory, this much each (api/answers.ts). */
 export const ANSWER_MAX_BYTES = 64 * 1024;
 export const ANSWER_MEMORY_BYTES = 64 * 1024 * 1024;
 /** Seconds a reader may cache a gateway answer by folder name (`/folders/<name>/…`): a new snapshot moves it. */

@@ -23,7 +23,8 @@ import {
 } from '@aws-sdk/client-s3';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
-import { cluster } from './support/content.js';
+import { CID } from 'multiformats/cid';
+import { cluster, kubo } from './support/content.js';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -260,6 +261,34 @@ describe('objects', () => {
     expect(md5Failure).toMatchObject({ code: 'BadDigest', status: 400 });
     expect(await api.deps.db.objects.get(bucket, 'bad-crc')).toBeNull();
     expect(await api.deps.db.objects.get(bucket, 'bad-md5')).toBeNull();
+  });
+
+  test('a small object read once is answered from memory by its CID; a key written again answers its new bytes', async () => {
+    const [first, second] = [crypto.randomBytes(1000), crypto.randomBytes(1000)];
+    const read = async () =>
+      Buffer.from(await (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'kept.bin' }))).Body!.transformToByteArray());
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.bin', Body: first }));
+    const { cid } = (await api.deps.db.objects.get(bucket, 'kept.bin'))!;
+    expect(await read()).toEqual(first);
+    // The bytes leave Kubo (Cluster's pin first, then the block): only the memory has them now.
+    await cluster().unpin(cid);
+    await eventually(
+      async () => {
+        try {
+          for await (const removed of kubo().block.rm(CID.parse(cid))) if (removed.error) return false;
+          return true;
+        } catch {
+          return false; // still pinned: Cluster unpins in the background
+        }
+      },
+      Boolean,
+      30_000,
+      'the block removed from Kubo',
+    );
+    expect(await read()).toEqual(first);
+    // The key is read from its record each time, so new bytes are never answered with the old.
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.bin', Body: second }));
+    expect(await read()).toEqual(second);
   });
 });
 

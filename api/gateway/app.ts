@@ -26,7 +26,7 @@ import {
   type GatewayNamespace,
 } from '../usecases/gateway.js';
 import type { HeldMemory } from '../usecases/held.js';
-import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from './answers.js';
+import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from '../answers.js';
 import { sendError } from './errors.js';
 
 export interface GatewayDeps extends Pick<UseCaseDeps, 'db' | 'config'> {

@@ -3,6 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KuboGateway } from '../../infra/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
+import type { AnswerMemory } from '../answers.js';
 import type { Caller, UseCaseDeps } from '../usecases/deps.js';
 import type { ObjectRecord } from '../usecases/s3/objects.js';
 import type { Authenticated } from './auth.js';
@@ -12,6 +13,8 @@ import { toXml } from './xml.js';
 export interface S3Deps extends UseCaseDeps {
   logger: Logger;
   kuboGateway: KuboGateway;
+  /** Small objects' bytes by CID (api/answers.ts). */
+  answers: AnswerMemory;
 }
 
 export interface S3Context {

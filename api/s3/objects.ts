@@ -128,6 +128,14 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
     ctx.res.end();
     return;
   }
+  // A whole small object's bytes may be in memory: they are its CID's, which never change.
+  const memoryKey = range || ctx.req.method !== 'GET' ? null : `/ipfs/${object.cid}`;
+  const kept = memoryKey ? ctx.deps.answers.get(memoryKey) : undefined;
+  if (kept) {
+    ctx.res.writeHead(status, { ...headers, 'content-length': length });
+    ctx.res.end(kept.body);
+    return;
+  }
   const abort = new AbortController();
   ctx.res.on('close', () => abort.abort());
   let upstream;
@@ -146,6 +154,14 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
     throw new S3Error('ServiceUnavailable', `the content store answered ${upstream.statusCode}; retry later`);
   }
   ctx.res.writeHead(status, { ...headers, 'content-length': length });
+  const keep =
+    memoryKey && upstream.statusCode === 200
+      ? ctx.deps.answers.collector(memoryKey, { ...upstream.headers } as Record<string, string>)
+      : null;
+  if (keep) {
+    upstream.on('data', (chunk: Buffer) => keep.add(chunk));
+    upstream.once('end', () => keep.done());
+  }
   await pipeline(upstream, ctx.res).catch(() => undefined);
 }
 

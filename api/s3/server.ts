@@ -1,8 +1,9 @@
 // Starts the S3 interface on S3_PORT over the API process's components, with its own
-// connection pool to Kubo's gateway (objects are read from it).
+// connection pool to Kubo's gateway (objects are read from it) and its memory of small objects.
 import { createKuboGateway } from '../../infra/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
+import { createAnswerMemory } from '../answers.js';
 import { listen, type Listening } from '../listen.js';
 import { createS3Handler } from './app.js';
 import { S3Error } from './errors.js';
@@ -11,7 +12,7 @@ import { errorXml } from './xml.js';
 export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<Listening> {
   const { config } = deps;
   const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
-  const app = createS3Handler({ ...deps, kuboGateway });
+  const app = createS3Handler({ ...deps, kuboGateway, answers: createAnswerMemory() });
   const xmlClientError = (_status: number, _reason: string, details: string) => ({
     contentType: 'application/xml',
     body: errorXml(new S3Error('InvalidRequest', details), '/', '0'),

@@ -4,6 +4,7 @@
 // as long as it exists; many keys may hold the same content.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { batchedReads } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 
@@ -93,11 +94,19 @@ export interface ObjectRange {
 
 export function createObjectStore(conn: Connection) {
   const Objects: Model<ObjectRecord> = conn.model<ObjectRecord>('S3Object', schema, 'objects');
+  // GetObject and HeadObject read the record every time (a key is overwritten at any moment);
+  // reads that arrive together share one query (batch.ts).
+  const byId = batchedReads(async (ids) => {
+    const found = await Objects.find({ _id: { $in: ids } })
+      .lean<ObjectRecord[]>()
+      .exec();
+    return new Map(found.map((o) => [o._id, o]));
+  });
   return {
     model: Objects,
     holder: existenceHolder('object', Objects),
 
-    get: (bucket: string, key: string) => Objects.findById(objectId(bucket, key)).lean<ObjectRecord>().exec(),
+    get: (bucket: string, key: string) => byId(objectId(bucket, key)),
 
     /** Writes the object, replacing the key's previous one, which it returns (null: new key). */
     async put(object: ObjectRecord): Promise<ObjectRecord | null> {
