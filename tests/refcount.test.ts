@@ -1,31 +1,49 @@
 // The reference-count race: many users pinning, unpinning and uploading one CID at once
-// must leave it pinned in Cluster exactly when somebody holds it.
+// must leave it pinned in Cluster exactly when somebody holds it; also with the requests split
+// between two API processes on one database (this one and `npm run api`'s own), each with its
+// own connection and group-commit batches (infra/db/batch.ts).
 import pLimit from 'p-limit';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { syncJob } from '../infra/temporal/contracts/holds.js';
-import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { startApiServer } from '../api/server.js';
+import { loadConfig } from '../infra/config.js';
+import { createLogger } from '../infra/logger.js';
+import { freePorts } from '../infra/stack/ports.js';
+import type { ManagedProcess } from '../infra/stack/process.js';
+import { startApiProcess } from '../infra/stack/services.js';
+import { call, createUser, plansFile, tempDir, testEnv, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 let api: ApiServer;
+/** A second API process (`npm run api`) on the same database and settings. */
+let other: { url: string; process: ManagedProcess };
 let worker: WorkerProcess;
 let users: TestUser[];
 const queue = testTaskQueue();
 
 beforeAll(async () => {
-  const env = {
+  const env = testEnv({
     TEMPORAL_TASK_QUEUE: queue,
     PLANS_FILE: plansFile({ dharma: { requestsPerMinute: 100_000 } }),
     LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent',
-  };
-  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  });
+  const [port] = await freePorts(1);
+  const config = loadConfig(env);
+  const started = await Promise.all([
+    startApiServer(config, createLogger(config.logLevel)),
+    startWorkerProcess(env),
+    startApiProcess({ ...env, API_PORT: String(port) }, { logDir: tempDir('stupa-api-'), name: 'api-b' }),
+  ]);
+  [api, worker] = started;
+  other = { url: `http://127.0.0.1:${port}`, process: started[2] };
   users = [await createUser(api), await createUser(api)];
 });
 afterAll(async () => {
-  await Promise.all([api?.close(), worker?.kill()]);
+  await Promise.all([api?.close(), worker?.kill(), other?.process.stop()]);
 });
 
 /** The workflow's state: describe() reads it directly (list queries read the lagging visibility store). */
@@ -69,12 +87,14 @@ async function pinnedInKubo(cid: string): Promise<boolean> {
 }
 
 test.each([
-  ['ends held', true],
-  ['ends unheld', false],
+  ['ends held', true, 1],
+  ['ends unheld', false, 1],
+  ['ends held, over two API processes', true, 2],
+  ['ends unheld, over two API processes', false, 2],
 ])(
   'hundreds of interleaved pins, unpins and uploads by two users (%s)',
-  async (_label, endHeld) => {
-    const text = `refcount ${endHeld} ${Date.now()}`;
+  async (_label, endHeld, processCount) => {
+    const text = `refcount ${endHeld} ${processCount} ${Date.now()}`;
     const cid = (await kubo().add(Buffer.from(text), { pin: false })).cid.toString();
     const limit = pLimit(12);
     const ops: Promise<unknown>[] = [];
@@ -83,13 +103,14 @@ test.each([
     for (let i = 0; i < 300; i++) {
       const user = users[Math.floor(random() * users.length)]!;
       const r = random();
+      const target = processCount === 2 && random() < 0.5 ? other.url : api;
       ops.push(
         limit(() =>
           r < 0.45
-            ? call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } })
+            ? call(target, 'POST', '/pin', { key: user.apiKey, body: { cid } })
             : r < 0.55
-              ? call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: text } })
-              : call(api, 'DELETE', `/pin/${cid}`, { key: user.apiKey }),
+              ? call(target, 'POST', '/upload/new', { key: user.apiKey, body: { content: text } })
+              : call(target, 'DELETE', `/pin/${cid}`, { key: user.apiKey }),
         ),
       );
     }
