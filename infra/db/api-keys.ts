@@ -1,6 +1,6 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { batchedReads } from './batch.js';
+import { batchedById } from './batch.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -36,12 +36,7 @@ export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
   // Read for every request, so a key deleted through any process is refused at once by all of
   // them; requests that arrive together share the read (batch.ts).
-  const get = batchedReads(async (prefixes) => {
-    const keys = await Keys.find({ _id: { $in: prefixes } })
-      .lean<ApiKey[]>()
-      .exec();
-    return new Map(keys.map((k) => [k._id, k]));
-  });
+  const get = batchedById(Keys);
   const uses = createUseRecorder(Keys);
 
   return {

@@ -66,6 +66,17 @@ export function batchedReads<T>(readMany: (keys: string[]) => Promise<Map<string
   });
 }
 
+/** Documents of `model` by `_id`, batched (batchedReads): one `{_id: {$in}}` query per batch. */
+export function batchedById<T extends { _id: string }>(model: Model<T>): (id: string) => Promise<T | null> {
+  return batchedReads(async (ids) => {
+    const found = await model
+      .find({ _id: { $in: ids } })
+      .lean<T[]>()
+      .exec();
+    return new Map(found.map((doc) => [doc._id, doc]));
+  });
+}
+
 /**
  * Inserts documents with one unordered insert: each is `inserted`, a `duplicate` of an existing
  * `_id` or unique key, or its own Error. Throws when the insert failed as a whole (the server

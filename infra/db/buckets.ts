@@ -2,7 +2,7 @@
 // folders (decisions.md). The name is the `_id`, so "globally unique" is the unique `_id`.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { batchedReads } from './batch.js';
+import { batchedById } from './batch.js';
 import { count } from './count.js';
 import { isDuplicateKey } from './errors.js';
 
@@ -44,12 +44,7 @@ export function createBucketStore(conn: Connection) {
 
     /** Read for every S3 request to the bucket, never remembered (a deleted name may be another
      * account's next); requests that arrive together share the read (batch.ts). */
-    get: batchedReads(async (names) => {
-      const found = await Buckets.find({ _id: { $in: names } })
-        .lean<BucketRecord[]>()
-        .exec();
-      return new Map(found.map((b) => [b._id, b]));
-    }),
+    get: batchedById(Buckets),
 
     /** The user's buckets by name (at most BUCKETS_MAX). */
     listForUser: (userId: string) => Buckets.find({ userId }).sort({ _id: 1 }).lean<BucketRecord[]>().exec(),

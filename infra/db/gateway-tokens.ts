@@ -4,7 +4,7 @@
 // batch.ts), so a deleted token stops working at once in every process.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { batchedReads } from './batch.js';
+import { batchedById } from './batch.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -34,12 +34,7 @@ const schema = new Schema<GatewayToken>(
 
 export function createGatewayTokenStore(conn: Connection) {
   const Tokens: Model<GatewayToken> = conn.model<GatewayToken>('GatewayToken', schema, 'gatewaytokens');
-  const get = batchedReads(async (prefixes) => {
-    const tokens = await Tokens.find({ _id: { $in: prefixes } })
-      .lean<GatewayToken[]>()
-      .exec();
-    return new Map(tokens.map((t) => [t._id, t]));
-  });
+  const get = batchedById(Tokens);
   const uses = createUseRecorder(Tokens);
 
   return {

@@ -4,7 +4,7 @@
 // as long as it exists; many keys may hold the same content.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { batchedReads } from './batch.js';
+import { batchedById } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
 
@@ -96,12 +96,7 @@ export function createObjectStore(conn: Connection) {
   const Objects: Model<ObjectRecord> = conn.model<ObjectRecord>('S3Object', schema, 'objects');
   // GetObject and HeadObject read the record every time (a key is overwritten at any moment);
   // reads that arrive together share one query (batch.ts).
-  const byId = batchedReads(async (ids) => {
-    const found = await Objects.find({ _id: { $in: ids } })
-      .lean<ObjectRecord[]>()
-      .exec();
-    return new Map(found.map((o) => [o._id, o]));
-  });
+  const byId = batchedById(Objects);
   return {
     model: Objects,
     holder: existenceHolder('object', Objects),
