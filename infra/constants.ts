@@ -207,6 +207,8 @@ export const USAGE_REBUILD_WAIT_MS = 60_000;
  * the user: writes begun before finish within it (the steps after a record retry for
  * RECORD_COMPLETION_MS; a single write fails within the driver's 5 s server selection). */
 export const USAGE_RECOUNT_SETTLE_MS = 2 * RECORD_COMPLETION_MS;
+/** Records of each kind a rebuild or the audit reads of one user at a time (infra/db/usage-tally.ts). */
+export const USAGE_TALLY_PAGE = 1000;
 /** Characters of a user's gateway slug (infra/db/gateway-slugs.ts): a letter, then [a-z0-9]. */
 export const GATEWAY_SLUG_LENGTH = 12;
 /** A slug's owner, once found, is remembered this long per process (owners never change). */

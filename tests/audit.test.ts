@@ -13,7 +13,7 @@ import { createClusterClient } from '../infra/cluster.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { ipnsNamesCounter } from '../infra/db/ipns-names.js';
 import { createKubo } from '../infra/kubo.js';
-import { keepPart } from '../infra/kubo-mfs.js';
+import { keepPart, keptParts } from '../infra/kubo-mfs.js';
 import { startStack, type Stack } from '../infra/stack/stack.js';
 import { auditJob, type AuditReport } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
@@ -224,7 +224,7 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
   expect(metrics).toContain('stupa_audit_disagreements{kind="storage-counter"} 1');
   expect(metrics).toMatch(/stupa_audit_finished_timestamp_seconds \d/);
 
-  // --repair: the nine with a safe repair, done for real.
+  // --repair: the eleven with a safe repair, done for real.
   const repaired = await check('--repair');
   expect(repaired.code).toBe(1); // it found them
   expect(
@@ -236,20 +236,24 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
     'cluster-not-in-kubo',
     'folder-file-count',
     'held-not-pinned',
+    'ipns-name-count',
     'job-without-record',
     'kubo-pin-unknown-to-cluster',
     'name-without-republish',
+    'parts-without-upload',
     'pin-without-job',
     'pinned-not-held',
     'storage-counter',
   ]);
-  expect(repaired.report.repaired).toBe(9);
+  expect(repaired.report.repaired).toBe(11);
   // The recount and the folder's count, from the records.
   expect((await db.usage.holds.findById(twinHolding).lean().exec())?.file).toBe(2);
   const recounted = await db.usage.compare(user.userId);
   expect(recounted?.stored).toEqual(recounted?.fromRecords);
   expect(recounted?.stored.files).toBeLessThan(1000);
   expect((await db.folders.findForUser(user.userId, folderId))?.fileCount).toBe(1);
+  expect(await db.counters.get(ipnsNamesCounter(user.userId))).toBe((await db.ipnsNames.listForUser(user.userId)).length);
+  expect(await keptParts(kubo, 'upl_nobody')).toEqual(new Set());
   expect(await pinnedInKubo(kubo, sideways)).toBe(false);
   await eventually(
     () => cluster.allocation(lost),
@@ -280,9 +284,7 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
     'the ghost republish ended',
   );
 
-  // The rest by hand: the names counter, the parts.
-  await db.counters.give(ipnsNamesCounter(user.userId));
-  await kubo.files.rm('/stupa/multipart/upl_nobody', { recursive: true });
+  // The rest by hand: an open upload's part whose bytes are gone.
   await db.multipart.deleteUpload('upl_emptied');
   await db.multipart.deletePart('upl_emptied:1');
 

@@ -5,7 +5,9 @@ import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { USAGE_RECOUNT_SETTLE_MS } from '../infra/constants.js';
+import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId } from '../infra/db/files.js';
+import { contentPages, type ContentPage } from '../infra/db/usage-tally.js';
 import { bytes, collect, kubo, MiB, multipart, postStream } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -146,6 +148,58 @@ test('a pin counts its size once pinned, and no longer once deleted', async () =
   expect((await call(api, 'DELETE', `/pin/${cid}`, { key: user.apiKey })).status).toBe(200);
   expect(await counterAndSum(user.userId)).toEqual({ counter: 0, files: 0, pinned: 0, sum: 0 });
 }, 60_000);
+
+test("a rebuild and the audit read a user's records a page of contents at a time: pages of 1 to 3 records count what one page does, with no gap or overlap", async () => {
+  const user = await createUser(api);
+  const pinned = async (cid: string) => {
+    expect((await call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } })).status).toBe(202);
+    await eventually(
+      () => call(api, 'GET', `/pin/${cid}`, { key: user.apiKey }),
+      (r) => r.body.status === 'pinned',
+      30_000,
+      'pinned',
+    );
+  };
+  // Nine files of one content (more than a page), six other contents, two of them pinned too,
+  // and one content pinned only.
+  const same = `same ${Date.now()}`;
+  const twins = await Promise.all(Array.from({ length: 9 }, (_, i) => upload(user, same, { name: `same ${i}` })));
+  const others = await Promise.all(Array.from({ length: 6 }, (_, i) => upload(user, `other ${i} ${Date.now()}`)));
+  const pinOnly = (await kubo().add(`pinned only ${Date.now()}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  await Promise.all([others[0]!.body.cid as string, others[1]!.body.cid as string, pinOnly].map(pinned));
+
+  const { db } = api.deps;
+  const pages = async (limit: number) => {
+    const all: ContentPage[] = [];
+    for await (const page of contentPages(db.userRecords, user.userId, limit)) all.push(page);
+    return all;
+  };
+  const merged = (all: ContentPage[]) => Object.fromEntries(all.flatMap((p) => [...p.counted]).sort(([a], [b]) => a.localeCompare(b)));
+  const whole = await pages(1000);
+  expect(whole).toHaveLength(1);
+  const counted = merged(whole);
+  const key = (cid: string) => userContentKey(user.userId, parseCid(cid).multihash);
+  expect(Object.keys(counted)).toHaveLength(8);
+  expect(counted[key(twins[0]!.body.cid as string)]).toMatchObject({ file: 9, pin: 0, object: 0 });
+  expect(counted[key(others[0]!.body.cid as string)]).toMatchObject({ file: 1, pin: 1, object: 0 });
+  expect(counted[key(others[5]!.body.cid as string)]).toMatchObject({ file: 1, pin: 0, object: 0 });
+  expect(counted[key(pinOnly)]).toMatchObject({ file: 0, pin: 1, object: 0 });
+  for (const limit of [1, 2, 3]) {
+    const paged = await pages(limit);
+    expect(paged.length).toBeGreaterThan(2);
+    expect(merged(paged)).toEqual(counted);
+    // Ranges follow each other: the first starts at the user's first key, each next one where
+    // the one before ended, and the last runs to the user's end.
+    expect(paged[0]!.from).toBe(`${user.userId}:`);
+    paged.slice(1).forEach((page, i) => expect(page.from).toBe(paged[i]!.through));
+    expect(paged.at(-1)!.through).toBeUndefined();
+    expect(paged.slice(0, -1).every((p) => p.through !== undefined)).toBe(true);
+  }
+  // The audit's comparison, paged the same way, finds the counters and holdings right.
+  const compared = await db.usage.compare(user.userId);
+  expect(compared?.stored).toEqual(compared?.fromRecords);
+  expect(compared?.holdingsOff).toBe(0);
+}, 90_000);
 
 test('a user from before counters is counted once from the records, however many requests ask at once', async () => {
   const user = await createUser(api);

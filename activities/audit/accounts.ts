@@ -78,11 +78,22 @@ export function createAccountAudit(deps: ActivityDeps) {
 
   async function names(f: Findings, user: User, repair: boolean): Promise<void> {
     const all = await db.ipnsNames.listForUser(user._id); // at most the plan's names
-    if ((await db.counters.get(ipnsNamesCounter(user._id))) !== all.length)
+    const key = ipnsNamesCounter(user._id);
+    if ((await db.counters.get(key)) !== all.length)
       f.suspect(async () => {
-        const [counted, now] = [await db.counters.get(ipnsNamesCounter(user._id)), await db.ipnsNames.listForUser(user._id)];
+        const [counted, now] = [await db.counters.get(key), await db.ipnsNames.listForUser(user._id)];
         if (counted === now.length) return null;
-        return { kind: 'ipns-name-count', subject: user._id, userId: user._id, detail: `names counter ${counted}; names ${now.length}` };
+        // A create takes the count before it writes the name, a delete gives it back after, each
+        // a moment apart: still off a second later, a process died between the two. Set only if
+        // the count did not move since it was read, so a create or delete meanwhile wins.
+        const repaired = repair && (await db.counters.setIf(key, counted, now.length));
+        return {
+          kind: 'ipns-name-count',
+          subject: user._id,
+          userId: user._id,
+          detail: `names counter ${counted}; names ${now.length}`,
+          ...(repaired ? { repaired: `set to ${now.length}` } : {}),
+        };
       });
     for (const name of all) {
       f.checked('ipnsNames');

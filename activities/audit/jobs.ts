@@ -3,7 +3,7 @@
 // of S3 multipart uploads kept in Kubo's MFS against the open uploads and their part records.
 import { tryParseCid } from '../../infra/cid.js';
 import { AUDIT_PAGE, S3_MAX_PARTS } from '../../infra/constants.js';
-import { keptParts, uploadsWithParts } from '../../infra/kubo-mfs.js';
+import { dropParts, keptParts, uploadsWithParts } from '../../infra/kubo-mfs.js';
 import type { AuditPart } from '../../infra/temporal/contracts/audit.js';
 import { DELETE_SIGNAL, ipnsJob } from '../../infra/temporal/contracts/ipns.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
@@ -54,16 +54,23 @@ export function createJobAudit(deps: ActivityDeps) {
   }
 
   /** Parts kept in MFS belong to an upload record; an open upload's part records have their bytes kept. */
-  async function parts(f: Findings): Promise<void> {
+  async function parts(f: Findings, repair: boolean): Promise<void> {
     for await (const uploadId of uploadsWithParts(kubo)) {
       f.checked('uploadsWithParts');
       if (!(await db.multipart.get(uploadId))) {
-        // An upload being created writes its record first; one being aborted drops its parts first.
-        f.suspect(async () =>
-          !(await db.multipart.get(uploadId)) && (await keptParts(kubo, uploadId)).size > 0
-            ? { kind: 'parts-without-upload', subject: uploadId, detail: 'parts kept in MFS; no upload record' }
-            : null,
-        );
+        // An upload being created writes its record first; one being aborted or completed drops
+        // its parts before its record. So parts without a record, still so on the second look,
+        // are left by a process that died: no upload can use them again (ids are never reused).
+        f.suspect(async () => {
+          if ((await db.multipart.get(uploadId)) || (await keptParts(kubo, uploadId)).size === 0) return null;
+          if (repair) await dropParts(kubo, uploadId);
+          return {
+            kind: 'parts-without-upload',
+            subject: uploadId,
+            detail: 'parts kept in MFS; no upload record',
+            ...(repair ? { repaired: 'unlinked them' } : {}),
+          };
+        });
       }
     }
     await f.settle();
@@ -98,7 +105,7 @@ export function createJobAudit(deps: ActivityDeps) {
     const f = createFindings();
     await pinJobs(f);
     await nameJobs(f, repair);
-    await parts(f);
+    await parts(f, repair);
     await f.settle();
     return f.part;
   };

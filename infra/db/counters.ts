@@ -69,6 +69,11 @@ export function createCounterStore(conn: Connection) {
       }
     },
 
+    /** Sets the count to `to` if it is still `from` (the audit's repair): false when it moved. */
+    async setIf(key: string, from: number, to: number): Promise<boolean> {
+      return (await Counters.updateOne({ _id: key, n: from }, { $set: { n: to } }).exec()).modifiedCount === 1;
+    },
+
     async get(key: string): Promise<number> {
       return (await Counters.findById(key).lean<CounterRecord>().exec())?.n ?? 0;
     },

@@ -1,7 +1,8 @@
 // MongoDB through mongoose: one connection per process and a small store per collection.
 // Every state change is a single-document atomic operation (no transactions: FerretDB 1.24
 // has none, and these are also what scales on a real MongoDB).
-import mongoose from 'mongoose';
+import mongoose, { type Model } from 'mongoose';
+import { count } from './count.js';
 import { createActivityStore } from './activity.js';
 import { createApiKeyStore } from './api-keys.js';
 import { createBucketStore } from './buckets.js';
@@ -22,7 +23,8 @@ import { createAuditStore } from './audits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
 import { createSignedTokenStore } from './signed-tokens.js';
 import { createSnapshotStore } from './snapshots.js';
-import { createUsageStore, type HoldKind } from './usage.js';
+import { createUsageStore, type HoldKind, type HoldsFromRecords } from './usage.js';
+import type { UserRecords } from './usage-tally.js';
 import { createUserStore } from './users.js';
 
 export async function openDatabase(uri: string) {
@@ -64,7 +66,7 @@ export async function openDatabase(uri: string) {
   const locks = createLockStore(connection);
   // Storage use is counted over distinct content (usage.ts); the records are read to rebuild
   // a user (counted before, once, or by a recount), and of one content to check a change.
-  const usage = createUsageStore(connection, locks, async (userIds, multihashes) => {
+  const holdsFromRecords: HoldsFromRecords = async (userIds, multihashes) => {
     type Held = { userId: string; multihash: string; size: number | null };
     const one = (values: string[]) => (values.length === 1 ? values[0] : { $in: values });
     const of = { userId: one(userIds), ...(multihashes ? { multihash: one(multihashes) } : {}) };
@@ -79,7 +81,14 @@ export async function openDatabase(uri: string) {
     ]);
     const row = (kind: HoldKind) => (r: Held) => ({ kind, userId: r.userId, multihash: r.multihash, size: r.size ?? 0 });
     return [...f.map(row('file')), ...p.map(row('pin')), ...o.map(row('object'))];
-  });
+  };
+  // A user's records of each kind in multihash order, by their {userId, multihash} indexes.
+  const kinds = { file: byContent(files.model), pin: byContent(pins.model, { status: 'pinned' }), object: byContent(objects.model) };
+  const userRecords: UserRecords = {
+    after: (kind, userId, after, limit) => kinds[kind].after(userId, after, limit),
+    count: (kind, userId, multihash) => kinds[kind].count(userId, multihash),
+  };
+  const usage = createUsageStore(connection, locks, holdsFromRecords, userRecords);
   const activity = createActivityStore(connection);
   const audits = createAuditStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
@@ -105,6 +114,8 @@ export async function openDatabase(uri: string) {
     objects,
     multipart,
     usage,
+    /** One user's records by content (infra/db/usage-tally.ts). */
+    userRecords,
     activity,
     locks,
     /** MongoDB operations sent since the process started, by `<method> <collection>`. */
@@ -120,3 +131,20 @@ export async function openDatabase(uri: string) {
 }
 
 export type Database = Awaited<ReturnType<typeof openDatabase>>;
+
+/** One kind of record's reads for usage-tally.ts; `holding`: what else makes a record hold. */
+function byContent<T>(model: Model<T>, holding: Record<string, unknown> = {}) {
+  type Row = { multihash: string; size: number | null };
+  return {
+    async after(userId: string, after: string, limit: number) {
+      const rows = await model
+        .find({ userId, multihash: { $gt: after }, ...holding }, { _id: 0, multihash: 1, size: 1 })
+        .sort({ multihash: 1 })
+        .limit(limit)
+        .lean<Row[]>()
+        .exec();
+      return rows.map((r) => ({ multihash: r.multihash, size: r.size ?? 0 }));
+    },
+    count: (userId: string, multihash: string) => count(model, { userId, multihash, ...holding }),
+  };
+}

@@ -74,8 +74,8 @@ const schema = new Schema<ObjectRecord>(
 // Listing a bucket in key order from a point (FerretDB pushes the range down on this index).
 schema.index({ bucket: 1, key: 1 });
 schema.index({ multihash: 1 });
-// A usage rebuild reads one user's records.
-schema.index({ userId: 1 });
+// A usage rebuild and the audit read one user's objects in content order, a page at a time.
+schema.index({ userId: 1, multihash: 1 });
 
 export const objectId = (bucket: string, key: string) => `${bucket}/${key}`;
 

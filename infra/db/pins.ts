@@ -57,6 +57,8 @@ schema.index({ userId: 1, status: 1, createdAt: -1, _id: -1 });
 // The sweep's requests left `queued` (stalled()).
 schema.index({ status: 1, updatedAt: 1 });
 schema.index({ multihash: 1 });
+// A user's pins in content order: a usage rebuild and the audit read them a page at a time.
+schema.index({ userId: 1, multihash: 1 });
 schema.index({ requestId: 1 }, { unique: true });
 
 /** The pin workflow's input for a request: what `jobs.start(pinJob, …)` is given. */

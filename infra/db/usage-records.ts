@@ -39,3 +39,26 @@ export interface UsageChange {
 }
 
 export type Weight = Required<UsageChange>;
+
+/** What a holding document counts. */
+export function weigh(doc: Partial<HoldRecord> | null | undefined): Weight {
+  const size = doc?.size ?? 0;
+  // An object holds content as a file does: stored through the service.
+  const file = (doc?.file ?? 0) > 0 || (doc?.object ?? 0) > 0;
+  const pin = (doc?.pin ?? 0) > 0;
+  return { files: file ? size : 0, pinned: pin ? size : 0, used: file || pin ? size : 0 };
+}
+
+export const difference = (after: Weight, before: Weight): Weight => ({
+  files: after.files - before.files,
+  pinned: after.pinned - before.pinned,
+  used: after.used - before.used,
+});
+
+/** The holding document after `step` records of `kind` (and `size`) change it. */
+export const stepped = (before: Partial<HoldRecord> | null, kind: HoldKind, step: number, size: number): Partial<HoldRecord> => ({
+  file: (before?.file ?? 0) + (kind === 'file' ? step : 0),
+  pin: (before?.pin ?? 0) + (kind === 'pin' ? step : 0),
+  object: (before?.object ?? 0) + (kind === 'object' ? step : 0),
+  size: Math.max(before?.size ?? 0, size),
+});

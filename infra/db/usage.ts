@@ -58,13 +58,23 @@
 // tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { USAGE_MEMORY_MS, USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS } from '../constants.js';
+import { USAGE_MEMORY_MS, USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS, USAGE_TALLY_PAGE } from '../constants.js';
 import { userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
 import { BYTES } from './bytes.js';
 import { createUsageBatches } from './usage-batch.js';
-import type { HoldKind, HoldRecord, UsageChange, UsageRecord, Weight } from './usage-records.js';
+import { contentPages, pageRange, totalOf, type UserRecords } from './usage-tally.js';
+import {
+  difference,
+  stepped,
+  weigh,
+  type HoldKind,
+  type HoldRecord,
+  type UsageChange,
+  type UsageRecord,
+  type Weight,
+} from './usage-records.js';
 
 export type { HoldKind, HoldRecord, UsageChange, UsageRecord, Weight } from './usage-records.js';
 
@@ -100,69 +110,33 @@ const holdSchema = new Schema<HoldRecord>(
 );
 holdSchema.index({ userId: 1 });
 
-/** What a holding document counts. */
-function weigh(doc: Partial<HoldRecord> | null | undefined): Weight {
-  const size = doc?.size ?? 0;
-  // An object holds content as a file does: stored through the service.
-  const file = (doc?.file ?? 0) > 0 || (doc?.object ?? 0) > 0;
-  const pin = (doc?.pin ?? 0) > 0;
-  return { files: file ? size : 0, pinned: pin ? size : 0, used: file || pin ? size : 0 };
-}
-
-const difference = (after: Weight, before: Weight): Weight => ({
-  files: after.files - before.files,
-  pinned: after.pinned - before.pinned,
-  used: after.used - before.used,
-});
-
-/** The holding document after `step` records of `kind` (and `size`) change it. */
-const stepped = (before: Partial<HoldRecord> | null, kind: HoldKind, step: number, size: number): Partial<HoldRecord> => ({
-  file: (before?.file ?? 0) + (kind === 'file' ? step : 0),
-  pin: (before?.pin ?? 0) + (kind === 'pin' ? step : 0),
-  object: (before?.object ?? 0) + (kind === 'object' ? step : 0),
-  size: Math.max(before?.size ?? 0, size),
-});
-
-export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRecords: HoldsFromRecords) {
+export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRecords: HoldsFromRecords, records: UserRecords) {
   const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', usageSchema, 'usage');
   const Holds: Model<HoldRecord> = conn.model<HoldRecord>('UsageHold', holdSchema, 'usage_holds');
 
   const counted = async (userId: string) => (await Usage.exists({ _id: userId, distinct: true })) !== null;
 
   /**
-   * Rebuilds the user's holding documents and counters from the records. Callers hold the
-   * user's lock, and no writer runs: every writer waits in `ensure` (`recount` first waits for
-   * the writers that passed it).
+   * Rebuilds the user's holding documents and counters from the records, a page of contents at
+   * a time (usage-tally.ts). Callers hold the user's lock, and no writer runs: every writer
+   * waits in `ensure` (`recount` first waits for the writers that passed it).
    */
-  async function tally(userId: string): Promise<{ byContent: Map<string, Partial<HoldRecord>>; total: Weight }> {
-    const records = await holdsFromRecords([userId]);
-    const byContent = new Map<string, Partial<HoldRecord>>();
-    for (const r of records) {
-      const key = userContentKey(userId, r.multihash);
-      byContent.set(key, stepped(byContent.get(key) ?? null, r.kind, 1, r.size));
-    }
+  async function rebuild(userId: string): Promise<Weight> {
     const total: Weight = { files: 0, pinned: 0, used: 0 };
-    for (const doc of byContent.values()) {
-      const w = weigh(doc);
+    for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
+      // Content no record holds any more (left by a process that died mid-change) holds nothing.
+      await Holds.updateMany(pageRange(userId, page), { $set: { file: 0, pin: 0, object: 0, settling: 0 } }).exec();
+      if (page.counted.size > 0)
+        await Holds.bulkWrite(
+          [...page.counted].map(([_id, doc]) => ({
+            updateOne: { filter: { _id }, update: { $set: { userId, ...doc, settling: 0 } }, upsert: true },
+          })),
+          { ordered: false },
+        );
+      const w = totalOf(page.counted);
       total.files += w.files;
       total.pinned += w.pinned;
       total.used += w.used;
-    }
-    return { byContent, total };
-  }
-
-  async function rebuild(userId: string): Promise<Weight> {
-    const { byContent, total } = await tally(userId);
-    // Content no record holds any more (left by a process that died mid-change) holds nothing.
-    await Holds.updateMany({ userId }, { $set: { file: 0, pin: 0, object: 0, settling: 0 } }).exec();
-    const entries = [...byContent];
-    for (let i = 0; i < entries.length; i += 1000) {
-      await Holds.bulkWrite(
-        entries.slice(i, i + 1000).map(([_id, doc]) => ({
-          updateOne: { filter: { _id }, update: { $set: { userId, ...doc, settling: 0 } }, upsert: true },
-        })),
-        { ordered: false },
-      );
     }
     await Usage.updateOne({ _id: userId }, { $set: { ...total, distinct: true } }, { upsert: true }).exec();
     return total;
@@ -346,17 +320,25 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     async compare(userId: string): Promise<{ stored: Weight; fromRecords: Weight; holdingsOff: number } | null> {
       const stored = await Usage.findById(userId, { files: 1, pinned: 1, used: 1, distinct: 1 }).lean<UsageRecord>().exec();
       if (!stored?.distinct) return null;
-      const { byContent, total } = await tally(userId);
       // The holding documents too: one that counts a record too few can leave the counters right
       // today and wrong after the next change of that content.
+      const total: Weight = { files: 0, pinned: 0, used: 0 };
       let holdingsOff = 0;
       const counts = (d: Partial<HoldRecord> | undefined) => [d?.file ?? 0, d?.pin ?? 0, d?.object ?? 0].join();
-      for await (const doc of Holds.find({ userId }, { file: 1, pin: 1, object: 1, settling: 1 }).lean<HoldRecord>().cursor()) {
-        if (counts(doc) !== counts(byContent.get(doc._id)) || (doc.settling ?? 0) !== 0) holdingsOff++;
-        byContent.delete(doc._id);
+      for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
+        const w = totalOf(page.counted);
+        total.files += w.files;
+        total.pinned += w.pinned;
+        total.used += w.used;
+        const docs = await Holds.find(pageRange(userId, page), { file: 1, pin: 1, object: 1, settling: 1 }).lean<HoldRecord[]>().exec();
+        for (const doc of docs) {
+          if (counts(doc) !== counts(page.counted.get(doc._id)) || (doc.settling ?? 0) !== 0) holdingsOff++;
+          page.counted.delete(doc._id);
+        }
+        holdingsOff += page.counted.size; // held by records, with no holding document at all
       }
-      holdingsOff += byContent.size; // held by records, with no holding document at all
-      return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords: total, holdingsOff };
+      const fromRecords = total;
+      return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords, holdingsOff };
     },
 
     /**

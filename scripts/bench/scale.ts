@@ -32,6 +32,7 @@ import { sweepJob } from '../../infra/temporal/contracts/sweep.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
 import { BENCH_PLAN, cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { say, type BenchContext } from './harness.js';
+import { usageAtScale } from './scale-usage.js';
 import {
   assertCidShape,
   bigUserCount,
@@ -600,6 +601,11 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
   const loadedSignals = (jobs.signals - before) / Math.max(1, loadedSweep.samples.length);
 
   await idle();
+  // Storage counting of the big user: the audit's comparison and a recount, paged.
+  say("scale: the big user's storage counters, compared and recounted");
+  const usageLines = await usageAtScale(db, user.userId, bigUserCount(d, 'files') + bigUserCount(d, 'pins'));
+
+  await idle();
   const full = await serviceLatency({ ...api, tag: 'loaded' }, 0);
 
   // --- Summary.
@@ -656,6 +662,7 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
       `${ratioLine(emptySweep, loadedSweep, 'goal incremental, read as <= 1.5 both')}  ` +
         `[signals: ${Math.round(emptySignals)} empty, ${n(Math.round(loadedSignals))} loaded; the loaded records were written directly, so the change log has none of them]`,
     ),
+    ...usageLines,
     line(
       'whole run',
       `${((Date.now() - runStart) / 60_000).toFixed(1)} min from stack up (each figure: up to ${options.budgetMs / 1000} s of samples, ${options.timeoutMs / 1000} s per sample)`,

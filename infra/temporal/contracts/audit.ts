@@ -21,13 +21,16 @@ import type { JobContract } from './job.js';
  *   their records (repair: recount the user, infra/db/usage.ts, beside their traffic).
  * - folder-file-count: a folder's fileCount differs from its files (repair: set it to the
  *   count, unless it moved since it was read).
- * - ipns-name-count: a user's names counter (the plan's limit counts it) differs from their names.
- * - parts-without-upload: MFS holds parts of an upload no open upload record names.
+ * - ipns-name-count: a user's names counter (the plan's limit counts it) differs from their names
+ *   (repair: set it to the count, unless it moved since it was read).
+ * - parts-without-upload: MFS holds parts of an upload no upload record names (repair: unlink
+ *   them; an upload's record is written before its first part and removed after its parts).
  * - upload-without-parts: an open upload's part record whose bytes are gone from MFS.
  * - name-without-republish: an IPNS name with no running republish workflow (repair: start it).
  * - pin-without-job: a queued or pinning pin request with no running pin workflow (repair:
  *   start it, as the sweep does).
- * - job-without-record: a running pin or republish workflow whose record is gone.
+ * - job-without-record: a running pin or republish workflow whose record is gone (repair of a
+ *   republish workflow: signal it to end; a pin workflow's is left to the operator).
  */
 export const DISAGREEMENT_KINDS = [
   'held-not-pinned',
