@@ -87,9 +87,12 @@ export async function createIpnsName(
   if (!(await deps.db.counters.take(ipnsNamesCounter(user._id), plan.ipnsNames))) {
     throw new LimitReached('IPNS_NAME_LIMIT', `your plan allows ${plan.ipnsNames} IPNS names`);
   }
+  const createdAt = Date.now();
+  let ipnsName: string;
   try {
-    const { ipnsName, sealedKey } = await newIpnsKey(deps.config.masterKey);
-    const createdAt = Date.now();
+    const key = await newIpnsKey(deps.config.masterKey);
+    ipnsName = key.ipnsName;
+    const sealedKey = key.sealedKey;
     const inserted = await deps.db.ipnsNames.insert({
       _id: ipnsName,
       userId: user._id,
@@ -107,13 +110,20 @@ export async function createIpnsName(
       createdAt,
     });
     if (!inserted) throw new Conflict('IPNS_NAME_EXISTS', `you have an IPNS name called ${JSON.stringify(keyName)} already`);
-    // Its job runs from now on: it republishes the name's current record.
-    await deps.jobs.start(ipnsJob, jobInput(deps, user._id, ipnsName));
-    return { ipnsName, keyName, createdAt };
   } catch (err) {
     await deps.db.counters.give(ipnsNamesCounter(user._id)).catch(() => undefined);
     throw err;
   }
+  // Its job runs from now on: it republishes the name's current record. A name whose job could
+  // not start is removed again, so a retry makes it anew (the counter given back only then).
+  try {
+    await deps.jobs.start(ipnsJob, jobInput(deps, user._id, ipnsName));
+  } catch (err) {
+    if (await deps.db.ipnsNames.remove(ipnsName).catch(() => null))
+      await deps.db.counters.give(ipnsNamesCounter(user._id)).catch(() => undefined);
+    throw err;
+  }
+  return { ipnsName, keyName, createdAt };
 }
 
 export async function listIpnsNames(deps: UseCaseDeps, userId: string): Promise<IpnsNameView[]> {
@@ -134,16 +144,17 @@ export async function getIpnsName(deps: UseCaseDeps, userId: string, ipnsName: s
  */
 export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: string, cidText: string): Promise<IpnsPublished> {
   const { user, plan } = caller;
-  const name = await ownName(deps, user._id, ipnsName);
+  const canonical = ipnsNameInput(ipnsName);
   const cid = cidInput(cidText);
   const counted = publishesKey(user._id, Date.now());
   if (!(await deps.db.counters.take(counted, plan.ipnsPublishesPerMonth))) {
     throw new LimitReached('IPNS_PUBLISH_LIMIT', `your plan allows ${plan.ipnsPublishesPerMonth} IPNS publishes a month`);
   }
   const publishedAt = Date.now();
+  // The update is also the ownership check: it matches only the caller's name.
   let advanced: Awaited<ReturnType<typeof deps.db.ipnsNames.advance>>;
   try {
-    advanced = await deps.db.ipnsNames.advance(name._id, { cid: cid.v1, multihash: cid.multihash }, publishedAt);
+    advanced = await deps.db.ipnsNames.advance(canonical, user._id, { cid: cid.v1, multihash: cid.multihash }, publishedAt);
   } catch (err) {
     await deps.db.counters.give(counted).catch(() => undefined);
     throw err;
@@ -152,8 +163,9 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
     await deps.db.counters.give(counted).catch(() => undefined);
     throw new NotFound('IPNS name');
   }
+  const name = advanced.previous;
   await deps.db.activity.tryRecord(user._id, publishedAt, { publishes: 1 });
-  await targetMoved(deps, name._id, advanced.previous, cid);
+  await targetMoved(deps, name._id, name, cid);
   try {
     const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
     await storeIpnsRecord(
@@ -168,8 +180,9 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
     await deps.jobs.signal(ipnsJob, { ipnsName: name._id }, REPUBLISH_SIGNAL, []).catch(() => undefined);
     throw new Unavailable('kubo');
   }
-  // The name's job is running from its creation; this repairs one whose start was lost.
-  await deps.jobs.start(ipnsJob, jobInput(deps, user._id, name._id));
+  // No start of the name's job here: it runs from the name's creation, which answers only once
+  // it started; one lost to a process dying in between is started by the audit
+  // (name-without-republish), well within a record's 48 h validity.
   return { ipnsName: name._id, cid: cid.v1, sequence: advanced.sequence, publishedAt };
 }
 

@@ -97,25 +97,36 @@ export function createIpnsNameStore(conn: Connection) {
     listForUser: (userId: string) => Names.find({ userId }).sort({ createdAt: 1 }).lean<IpnsNameRecord[]>().exec(),
 
     /**
-     * Points the name at a new target under the next sequence, one atomic update; returns that
-     * sequence and the record before it, or null when the name is gone.
+     * Points the user's name at `target`, raising its sequence and counting the publish in its
+     * month, in one atomic update (two at a month's first publish): the record as it was, or
+     * null when the user has no such name.
      */
     async advance(
       ipnsName: string,
+      userId: string,
       target: { cid: string; multihash: string },
       at: number,
     ): Promise<{ sequence: number; previous: IpnsNameRecord } | null> {
-      const previous = await Names.findOneAndUpdate(
-        { _id: ipnsName },
-        { $inc: { sequence: 1 }, $set: { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at } },
-        { returnDocument: 'before' },
-      )
-        .lean<IpnsNameRecord>()
-        .exec();
-      if (!previous) return null;
-      await countPublish(ipnsName, at);
-      // The update was atomic, so the sequence it wrote is the one it read, plus one.
-      return { sequence: previous.sequence + 1, previous };
+      const month = utcMonth(at);
+      const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at };
+      const update = (filter: object, change: object) =>
+        Names.findOneAndUpdate({ _id: ipnsName, userId, ...filter }, change, { returnDocument: 'before' })
+          .lean<IpnsNameRecord>()
+          .exec();
+      // The two filters are complementary: of a name that exists, one matches.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const previous =
+          (await update({ publishMonth: month }, { $inc: { sequence: 1, publishCount: 1 }, $set: set })) ??
+          (await update(
+            { publishMonth: { $ne: month } },
+            { $inc: { sequence: 1 }, $set: { ...set, publishMonth: month, publishCount: 1 } },
+          ));
+        // The update was atomic, so the sequence it wrote is the one it read, plus one.
+        if (previous) return { sequence: previous.sequence + 1, previous };
+        // Neither matched: no such name of the user, or a publish in between began the month.
+        if (!(await Names.exists({ _id: ipnsName, userId }))) return null;
+      }
+      throw new Error(`the publish of ${ipnsName} found its record changing under it three times`);
     },
 
     /** Notes how the last republish went. */
@@ -134,19 +145,4 @@ export function createIpnsNameStore(conn: Connection) {
     /** Deletes the name (and its key); the record as it was, or null when already gone. */
     remove: (ipnsName: string) => Names.findOneAndDelete({ _id: ipnsName }).lean<IpnsNameRecord>().exec(),
   };
-
-  /** The name's publishes of the month: counted in the month's field, restarted in a new month. */
-  async function countPublish(ipnsName: string, at: number): Promise<void> {
-    const month = utcMonth(at);
-    for (let i = 0; i < 3; i++) {
-      if ((await Names.updateOne({ _id: ipnsName, publishMonth: month }, { $inc: { publishCount: 1 } }).exec()).matchedCount > 0) return;
-      const restarted = await Names.updateOne(
-        { _id: ipnsName, publishMonth: { $ne: month } },
-        { $set: { publishMonth: month, publishCount: 1 } },
-      ).exec();
-      if (restarted.matchedCount > 0) return;
-    }
-  }
 }
-
-export type IpnsNameStore = ReturnType<typeof createIpnsNameStore>;

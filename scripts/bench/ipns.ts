@@ -19,15 +19,21 @@ import { readStackFile } from '../../infra/stack/stack-file.js';
 import { ipnsJob, REPUBLISH_SIGNAL } from '../../infra/temporal/contracts/ipns.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { apiCall, type BenchContext } from './harness.js';
+import { showSpread, spread, type Spread } from './spread.js';
 
 export const LANES = 16;
 export const PUBLISHES_PER_LANE = 25;
-const ROUNDS = 2;
+/** Rounds of publishes on each side; ratios per round, printed as their spread. */
+const PUBLISH_ROUNDS = 5;
 const DEFAULT_INTERVAL_S = 4 * 3600;
 
 export interface IpnsResult {
-  apiPublishesPerSecond: number;
-  kuboPublishesPerSecond: number;
+  apiPublishes: Spread;
+  kuboPublishes: Spread;
+  /** API publishes per second over Kubo's, per round. */
+  ratio: Spread;
+  /** CPU milliseconds each process spent per publish, through the API and through Kubo alone. */
+  cpuMsPerPublish: Record<'api' | 'kubo', Record<string, number>>;
   names: number;
   createPerSecond: number;
   firstPublishPerSecond: number;
@@ -74,20 +80,47 @@ async function publishRates(ctx: BenchContext, say: (line: string) => void) {
   for (let i = 0; i < LANES; i++) await kuboRpc(ctx, `/api/v0/key/gen?arg=bench-lane-${i}&type=ed25519`);
   const count = new Array<number>(LANES).fill(0);
   const next = (lane: number) => targets[lane * 2 + (count[lane]!++ % 2)]!;
-  let apiBest = 0;
-  let kuboBest = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    const kubo = await lanes((lane) =>
-      kuboRpc(ctx, `/api/v0/name/publish?arg=/ipfs/${next(lane)}&key=bench-lane-${lane}&allow-offline=true`),
+  // The CPU each process spends per publish, over every round of each side.
+  const pids = readStackFile(ctx.dataDir).pids ?? {};
+  const watched = { api: ctx.api.pid, ferretdb: pids.ferretdb, temporal: pids.temporal, kubo: pids.kubo, worker: ctx.worker.pid };
+  const ticks = () => Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid ? cpuTicks(pid) : 0]));
+  const spent = { api: {} as Record<string, number>, kubo: {} as Record<string, number> };
+  const measured = async (side: 'api' | 'kubo', run: () => Promise<number>) => {
+    const before = ticks();
+    const rate = await run();
+    const after = ticks();
+    for (const name of Object.keys(watched)) spent[side][name] = (spent[side][name] ?? 0) + after[name]! - before[name]!;
+    return rate;
+  };
+  const kuboSide = () =>
+    measured('kubo', () =>
+      lanes((lane) => kuboRpc(ctx, `/api/v0/name/publish?arg=/ipfs/${next(lane)}&key=bench-lane-${lane}&allow-offline=true`)),
     );
-    const viaApi = await lanes(
-      async (lane) => void (await apiCall(ctx, 'POST', '/ipns/publish', { ipnsName: apiNames[lane], cid: next(lane) })),
+  const apiSide = () =>
+    measured('api', () =>
+      lanes(async (lane) => void (await apiCall(ctx, 'POST', '/ipns/publish', { ipnsName: apiNames[lane], cid: next(lane) }))),
     );
-    say(`ipns publish round ${round + 1}: api ${viaApi.toFixed(1)}/s, kubo ${kubo.toFixed(1)}/s`);
-    apiBest = Math.max(apiBest, viaApi);
-    kuboBest = Math.max(kuboBest, kubo);
+  const api: number[] = [];
+  const kubo: number[] = [];
+  for (let round = 0; round < PUBLISH_ROUNDS; round++) {
+    // Which side goes first alternates: neither always meets a machine the other warmed.
+    if (round % 2 === 0) kubo.push(await kuboSide());
+    api.push(await apiSide());
+    if (round % 2 === 1) kubo.push(await kuboSide());
+    say(
+      `ipns publish round ${round + 1}: api ${api[round]!.toFixed(1)}/s, kubo ${kubo[round]!.toFixed(1)}/s, ratio ${(api[round]! / kubo[round]!).toFixed(2)}`,
+    );
   }
-  return { apiPublishesPerSecond: apiBest, kuboPublishesPerSecond: kuboBest, target: targets[0]! };
+  const publishes = PUBLISH_ROUNDS * LANES * PUBLISHES_PER_LANE;
+  const perPublish = (side: 'api' | 'kubo') =>
+    Object.fromEntries(Object.entries(spent[side]).map(([name, t]) => [name, ((t / TICKS_PER_SECOND) * 1000) / publishes]));
+  return {
+    apiPublishes: spread(api),
+    kuboPublishes: spread(kubo),
+    ratio: spread(api.map((a, i) => a / kubo[i]!)),
+    cpuMsPerPublish: { api: perPublish('api'), kubo: perPublish('kubo') },
+    target: targets[0]!,
+  };
 }
 
 async function timed<T>(items: T[], concurrency: number, work: (item: T, i: number) => Promise<void>): Promise<number> {
@@ -154,15 +187,21 @@ export async function benchIpns(ctx: BenchContext, names: number, say: (line: st
 
 /** The summary line. */
 export function ipnsLines(r: IpnsResult): string[] {
-  const ratio = r.apiPublishesPerSecond / r.kuboPublishesPerSecond;
   const workerS = r.cpuMsPerRepublish.worker / 1000;
   const perDay = 86_400 / DEFAULT_INTERVAL_S;
   const cpu = Object.entries(r.cpuMsPerRepublish)
     .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
     .join(', ');
+  const perPublish = (side: 'api' | 'kubo') =>
+    Object.entries(r.cpuMsPerPublish[side])
+      .filter(([, ms]) => ms >= 0.05)
+      .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+      .join(', ');
   return [
-    `bench: ipns publish   api ${r.apiPublishesPerSecond.toFixed(1)}/s vs ipfs name publish --allow-offline ${r.kuboPublishesPerSecond.toFixed(1)}/s ` +
-      `ratio ${ratio.toFixed(2)}  [${LANES} names at a time, best of ${ROUNDS} rounds of ${LANES * PUBLISHES_PER_LANE}]`,
+    `bench: ipns publish   api ${showSpread(r.apiPublishes, 1)}/s vs ipfs name publish --allow-offline ${showSpread(r.kuboPublishes, 1)}/s ` +
+      `ratio ${showSpread(r.ratio)} (min/median/max of ${PUBLISH_ROUNDS} rounds of ${LANES * PUBLISHES_PER_LANE}, ${LANES} names at a time; goal >= 0.3: ` +
+      `${r.ratio.median >= 0.3 ? 'met' : 'missed'})`,
+    `bench: ipns publish   CPU ms per publish: through the API ${perPublish('api')}; Kubo alone ${perPublish('kubo')}`,
     `bench: ipns names     ${r.names.toLocaleString('en')} names (made ${r.createPerSecond.toFixed(1)}/s, first publish ${r.firstPublishPerSecond.toFixed(1)}/s): ` +
       `all republished at ${r.republishPerSecond.toFixed(1)}/s; CPU ms per republish: ${cpu}; ` +
       `one worker core keeps ~${Math.floor(DEFAULT_INTERVAL_S / workerS).toLocaleString('en')} names at the 4 h interval, ` +
