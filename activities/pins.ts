@@ -71,36 +71,45 @@ export function createPinActivities(deps: ActivityDeps) {
     return { pinned, status: statuses.join(', ') || 'no peers', error };
   }
 
+  /** Asks Cluster to pin and waits up to QUICK_PIN_WAIT_MS for it to report the content pinned. */
+  async function quickPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<PinOutcome> {
+    if (input.origins.length > 0) await dial(input.origins);
+    try {
+      if ((await requestClusterPin(input)) === 'gone') return { gone: true };
+    } catch (err) {
+      return { pinned: false, requested: false, lastStatus: `cluster unreachable (${(err as Error).message})` };
+    }
+    let lastStatus = 'not yet known';
+    const until = Date.now() + QUICK_PIN_WAIT_MS;
+    for (let wait = 20; Date.now() < until; wait = Math.min(wait * 2, 250)) {
+      await new Promise((r) => setTimeout(r, wait));
+      try {
+        const s = await clusterStatus(input.cid, false);
+        if (s.pinned) return { pinned: true, size: await contentSize(input.cid) };
+        lastStatus = s.status;
+        if (s.error) break;
+      } catch (err) {
+        lastStatus = `cluster unreachable (${(err as Error).message})`;
+        break;
+      }
+    }
+    return { pinned: false, requested: true, lastStatus };
+  }
+
   return {
     /**
-     * The pin's first step, run as a local activity: marks it `pinning`, dials the origins,
-     * asks Cluster to pin, and waits briefly. Content that is already local is usually pinned
-     * by then, so the whole pin takes one workflow task; otherwise the workflow goes on to
-     * the long wait. A Cluster outage is not an error here: the long wait retries the request.
+     * The pin's first step, run as a local activity: dials the origins, asks Cluster to pin,
+     * and waits briefly. Content that is already local is usually pinned by then, so the whole
+     * pin takes one workflow task and goes from `queued` to `pinned`; otherwise it is marked
+     * `pinning` and the workflow goes on to the long wait. A Cluster outage is not an error
+     * here: the long wait retries the request.
      */
     async beginPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<PinOutcome> {
-      if (!(await db.pins.setStatus(input.key, input.requestId, 'pinning'))) return { gone: true };
-      if (input.origins.length > 0) await dial(input.origins);
-      try {
-        if ((await requestClusterPin(input)) === 'gone') return { gone: true };
-      } catch (err) {
-        return { pinned: false, requested: false, lastStatus: `cluster unreachable (${(err as Error).message})` };
-      }
-      let lastStatus = 'not yet known';
-      const until = Date.now() + QUICK_PIN_WAIT_MS;
-      for (let wait = 20; Date.now() < until; wait = Math.min(wait * 2, 250)) {
-        await new Promise((r) => setTimeout(r, wait));
-        try {
-          const s = await clusterStatus(input.cid, false);
-          if (s.pinned) return { pinned: true, size: await contentSize(input.cid) };
-          lastStatus = s.status;
-          if (s.error) break;
-        } catch (err) {
-          lastStatus = `cluster unreachable (${(err as Error).message})`;
-          break;
-        }
-      }
-      return { pinned: false, requested: true, lastStatus };
+      const outcome = await quickPin(input);
+      // Marked only when it is not pinned yet: a write fewer for content that is local.
+      if ('pinned' in outcome && !outcome.pinned && !(await db.pins.setStatus(input.key, input.requestId, 'pinning')))
+        return { gone: true };
+      return outcome;
     },
 
     /**
