@@ -27,7 +27,12 @@ export class LockTimeout extends Error {
 export function createLockStore(conn: Connection) {
   const Locks: Model<Lock> = conn.model<Lock>('Lock', schema, 'locks');
   return {
-    async withLock<T>(name: string, fn: () => Promise<T>, options: { ttlMs?: number; waitMs?: number } = {}): Promise<T> {
+    /** Runs `fn` holding the lock; a long `fn` calls `renew` now and then to keep it another ttl. */
+    async withLock<T>(
+      name: string,
+      fn: (renew: () => Promise<void>) => Promise<T>,
+      options: { ttlMs?: number; waitMs?: number } = {},
+    ): Promise<T> {
       const ttlMs = options.ttlMs ?? 30_000;
       const deadline = Date.now() + (options.waitMs ?? 10_000);
       const token = crypto.randomUUID();
@@ -42,8 +47,11 @@ export function createLockStore(conn: Connection) {
         if (Date.now() > deadline) throw new LockTimeout(`lock ${name} is busy`);
         await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** Math.min(attempt, 4), 80) * (0.5 + Math.random())));
       }
+      const renew = async () => {
+        await Locks.updateOne({ _id: name, token }, { $set: { expiresAt: Date.now() + ttlMs } }).exec();
+      };
       try {
-        return await fn();
+        return await fn(renew);
       } finally {
         await Locks.deleteOne({ _id: name, token }).exec();
       }

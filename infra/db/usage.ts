@@ -122,9 +122,12 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    * a time (usage-tally.ts). Callers hold the user's lock, and no writer runs: every writer
    * waits in `ensure` (`recount` first waits for the writers that passed it).
    */
-  async function rebuild(userId: string): Promise<Weight> {
+  async function rebuild(userId: string, renew: () => Promise<void>): Promise<Weight> {
     const total: Weight = { files: 0, pinned: 0, used: 0 };
     for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
+      // A user of a million contents takes longer than the lock's time (measured: about 500
+      // holding documents a second on the stack's FerretDB): each page keeps it.
+      await renew();
       // Content no record holds any more (left by a process that died mid-change) holds nothing.
       await Holds.updateMany(pageRange(userId, page), { $set: { file: 0, pin: 0, object: 0, settling: 0 } }).exec();
       if (page.counted.size > 0)
@@ -143,7 +146,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     return total;
   }
 
-  const withUserLock = <T>(userId: string, fn: () => Promise<T>) =>
+  const withUserLock = <T>(userId: string, fn: (renew: () => Promise<void>) => Promise<T>) =>
     locks.withLock(`usage:${userId}`, fn, { ttlMs: USAGE_REBUILD_LOCK_MS, waitMs: USAGE_REBUILD_WAIT_MS });
 
   /**
@@ -154,8 +157,8 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    */
   async function ensure(userId: string): Promise<void> {
     if (await counted(userId)) return;
-    await withUserLock(userId, async () => {
-      if (!(await counted(userId))) await rebuild(userId);
+    await withUserLock(userId, async (renew) => {
+      if (!(await counted(userId))) await rebuild(userId, renew);
     });
   }
 
@@ -351,13 +354,13 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
      * while they are counted. `beat` is called while it waits (an activity's heartbeat).
      */
     async recount(userId: string, beat: () => void = () => undefined): Promise<UsageRecord> {
-      const total = await withUserLock(userId, async () => {
+      const total = await withUserLock(userId, async (renew) => {
         await Usage.updateOne({ _id: userId }, { $set: { distinct: false } }).exec();
         for (const until = Date.now() + USAGE_RECOUNT_SETTLE_MS; Date.now() < until;) {
           beat();
           await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, until - Date.now())));
         }
-        return rebuild(userId);
+        return rebuild(userId, renew);
       });
       return { _id: userId, ...total, distinct: true };
     },
