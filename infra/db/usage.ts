@@ -28,9 +28,10 @@
 // between their two writes still leave the counts equal to the records (a −1 landing before
 // its +1 passes through −1, which holds nothing, and ends at 0).
 //
-// Holding documents are never deleted, only brought to 0 (then they weigh nothing): on the
-// stack's FerretDB only updates are serialised, so a conditional delete could remove a document
-// that a concurrent +1 had just changed. There is one per user and content ever held.
+// Holding documents are not deleted by writers, only brought to 0 (then they weigh nothing): on
+// the stack's FerretDB only updates are serialised, so a conditional delete could remove a
+// document that a concurrent +1 had just changed. There is one per user and content ever held,
+// until a rebuild (below), which runs while no writer of that user does, writes them anew.
 //
 // The quota: an upload reserves what holding it as a file would add with one conditional
 // update of `used` (`reserve`: the whole size first, and only if that does not fit what the
@@ -125,16 +126,16 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   async function rebuild(userId: string, renew: () => Promise<void>): Promise<Weight> {
     const total: Weight = { files: 0, pinned: 0, used: 0 };
     for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
-      // A user of a million contents takes longer than the lock's time (measured: about 500
-      // holding documents a second on the stack's FerretDB): each page keeps it.
+      // A user of a million contents takes longer than the lock's time: each page keeps it.
       await renew();
-      // Content no record holds any more (left by a process that died mid-change) holds nothing.
-      await Holds.updateMany(pageRange(userId, page), { $set: { file: 0, pin: 0, object: 0, settling: 0 } }).exec();
+      // The page's documents are written anew: deleted and inserted, which FerretDB does several
+      // times faster than an upsert each (measured: about 500 upserts a second). Safe here
+      // alone: no writer of the user's holdings runs during a rebuild (see above). Content no
+      // record holds any more (left by a process that died mid-change) keeps no document.
+      await Holds.deleteMany(pageRange(userId, page)).exec();
       if (page.counted.size > 0)
-        await Holds.bulkWrite(
-          [...page.counted].map(([_id, doc]) => ({
-            updateOne: { filter: { _id }, update: { $set: { userId, ...doc, settling: 0 } }, upsert: true },
-          })),
+        await Holds.insertMany(
+          [...page.counted].map(([_id, doc]) => ({ _id, userId, file: 0, pin: 0, object: 0, size: 0, ...doc, settling: 0 })),
           { ordered: false },
         );
       const w = totalOf(page.counted);
