@@ -292,6 +292,11 @@ async function main(): Promise<number> {
     rounds,
     client,
   };
+  if (args.includes('--scale')) {
+    // First: its own flags include --pins N. Checked before anything starts: a typo costs no stack.
+    const options = parseScaleArgs(args.filter((a) => a !== '--scale'));
+    return runBench((ctx) => benchScale(ctx, options));
+  }
   if (args.includes('--hot')) hot.upload = hot.small = hot.status = true;
   if (hot.upload || hot.small || hot.status) return runBench((ctx) => hotPaths(ctx, hot));
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
@@ -313,10 +318,7 @@ async function main(): Promise<number> {
     if (!Number.isInteger(names) || names < 1) throw new Error('--names takes a positive whole number');
     return runBench((ctx) => ipnsOnly(ctx, names));
   }
-  if (!args.includes('--scale')) return runBench(costOverComponents);
-  // Flags are checked before anything starts: a typo costs no stack.
-  const options = parseScaleArgs(args.filter((a) => a !== '--scale'));
-  return runBench((ctx) => benchScale(ctx, options));
+  return runBench(costOverComponents);
 }
 
 main().then(
