@@ -16,20 +16,9 @@ export interface UserRecords {
 export interface ContentPage {
   /** The holding documents the records make, by `_id`. */
   counted: Map<string, Partial<HoldRecord>>;
-  /** The `_id`s the page covers: above `from`, up to and with `through` (absent: every `_id`
-   * of the user above `from`). Pages follow each other without gap or overlap, so holding
-   * documents no record makes any more are in exactly one page too. */
-  from: string;
-  through?: string;
 }
 
 const KINDS: HoldKind[] = ['file', 'pin', 'object'];
-
-/** The `_id` range of a page, as a MongoDB filter. */
-export function pageRange(userId: string, page: ContentPage): { _id: Record<string, string> } {
-  // `;` follows `:` in byte order: below it are all of the user's `<userId>:<multihash>` keys.
-  return { _id: { $gt: page.from, ...(page.through === undefined ? { $lt: `${userId};` } : { $lte: page.through }) } };
-}
 
 export function totalOf(counted: Map<string, Partial<HoldRecord>>): Weight {
   const total: Weight = { files: 0, pinned: 0, used: 0 };
@@ -59,7 +48,7 @@ export async function* contentPages(records: UserRecords, userId: string, limit:
       }
     });
     if (bound === undefined) {
-      yield { counted, from: key(after) };
+      yield { counted };
       return;
     }
     if (counted.size === 0) {
@@ -69,7 +58,7 @@ export async function* contentPages(records: UserRecords, userId: string, limit:
       counted.set(key(bound), { file, pin, object, size });
       last = bound;
     }
-    yield { counted, from: key(after), through: key(last) };
+    yield { counted };
     after = last;
   }
 }

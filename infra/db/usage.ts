@@ -65,7 +65,8 @@ import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
 import { BYTES } from './bytes.js';
 import { createUsageBatches } from './usage-batch.js';
-import { contentPages, pageRange, totalOf, type UserRecords } from './usage-tally.js';
+import { contentPages, totalOf, type UserRecords } from './usage-tally.js';
+import { count } from './count.js';
 import {
   difference,
   stepped,
@@ -111,6 +112,9 @@ const holdSchema = new Schema<HoldRecord>(
 );
 holdSchema.index({ userId: 1 });
 
+/** A holding document that counts something (or is mid-step). */
+const WEIGHING = [{ file: { $ne: 0 } }, { pin: { $ne: 0 } }, { object: { $nin: [0, null] } }, { settling: { $nin: [0, null] } }];
+
 export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRecords: HoldsFromRecords, records: UserRecords) {
   const Usage: Model<UsageRecord> = conn.model<UsageRecord>('Usage', usageSchema, 'usage');
   const Holds: Model<HoldRecord> = conn.model<HoldRecord>('UsageHold', holdSchema, 'usage_holds');
@@ -125,14 +129,14 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    */
   async function rebuild(userId: string, renew: () => Promise<void>): Promise<Weight> {
     const total: Weight = { files: 0, pinned: 0, used: 0 };
+    // Written anew: deleted, then inserted a page at a time, which FerretDB does several times
+    // faster than an upsert each (measured: about 500 upserts a second). Safe here alone: no
+    // writer of the user's holdings runs during a rebuild (see above). Content no record holds
+    // any more (left by a process that died mid-change) keeps no document.
+    await Holds.deleteMany({ userId }).exec();
     for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
       // A user of a million contents takes longer than the lock's time: each page keeps it.
       await renew();
-      // The page's documents are written anew: deleted and inserted, which FerretDB does several
-      // times faster than an upsert each (measured: about 500 upserts a second). Safe here
-      // alone: no writer of the user's holdings runs during a rebuild (see above). Content no
-      // record holds any more (left by a process that died mid-change) keeps no document.
-      await Holds.deleteMany(pageRange(userId, page)).exec();
       if (page.counted.size > 0)
         await Holds.insertMany(
           [...page.counted].map(([_id, doc]) => ({ _id, userId, file: 0, pin: 0, object: 0, size: 0, ...doc, settling: 0 })),
@@ -329,19 +333,30 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       // today and wrong after the next change of that content.
       const total: Weight = { files: 0, pinned: 0, used: 0 };
       let holdingsOff = 0;
+      let weighingSeen = 0;
       const counts = (d: Partial<HoldRecord> | undefined) => [d?.file ?? 0, d?.pin ?? 0, d?.object ?? 0].join();
+      const weighs = (d: Partial<HoldRecord>) =>
+        (d.file ?? 0) !== 0 || (d.pin ?? 0) !== 0 || (d.object ?? 0) !== 0 || (d.settling ?? 0) !== 0;
       for await (const page of contentPages(records, userId, USAGE_TALLY_PAGE)) {
         const w = totalOf(page.counted);
         total.files += w.files;
         total.pinned += w.pinned;
         total.used += w.used;
-        const docs = await Holds.find(pageRange(userId, page), { file: 1, pin: 1, object: 1, settling: 1 }).lean<HoldRecord[]>().exec();
+        // The page's documents by `_id` (FerretDB serves `$in` on `_id` from its index; a range
+        // on `_id` it would answer by reading the whole collection).
+        const docs = await Holds.find({ _id: { $in: [...page.counted.keys()] } }, { file: 1, pin: 1, object: 1, settling: 1 })
+          .lean<HoldRecord[]>()
+          .exec();
         for (const doc of docs) {
           if (counts(doc) !== counts(page.counted.get(doc._id)) || (doc.settling ?? 0) !== 0) holdingsOff++;
+          if (weighs(doc)) weighingSeen++;
           page.counted.delete(doc._id);
         }
         holdingsOff += page.counted.size; // held by records, with no holding document at all
       }
+      // Documents that count records of content no record holds any more: those of the user that
+      // count something, less the ones the pages saw (one count, by the {userId} index).
+      holdingsOff += (await count(Holds, { userId, $or: WEIGHING })) - weighingSeen;
       const fromRecords = total;
       return { stored: { files: stored.files, pinned: stored.pinned, used: stored.used }, fromRecords, holdingsOff };
     },
