@@ -8,7 +8,9 @@
 // looks again a moment later, and repairs what still differs: the user is recounted
 // (usage.recount, exact beside the user's traffic), a folder's count is set to its files unless
 // it moved meanwhile. Each change is checked once, with the round's others: four reads by index
-// per COUNT_CHECK_PAGE changes.
+// per COUNT_CHECK_PAGE changes. A change marked `recount` (a request that could not tell whether
+// its write of the user's storage counter was applied: api/usecases/content.ts) has its user
+// recounted, since a reservation that leaked shows in no holding.
 import pLimit from 'p-limit';
 import { COUNT_CHECK_PAGE, COUNT_SECOND_LOOK_MS } from '../infra/constants.js';
 import type { HoldChange } from '../infra/db/hold-changes.js';
@@ -25,6 +27,8 @@ export interface CountCheckResult {
 export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
   const holdings = new Map<string, { userId: string; multihash: string }>();
   const folders = new Map<string, string>(); // folderId → userId
+  /** Users whose counter a request could not keep exact (a lost answer): recounted. */
+  const recounts = new Set<string>();
   const limit = pLimit(16);
 
   /** Whether each holding agrees with its records, a page of them per query (usage.ts). */
@@ -46,6 +50,7 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
     /** A change to check in this round. */
     note(change: HoldChange): void {
       if (!change.userId) return;
+      if (change.recount) recounts.add(change.userId);
       holdings.set(`${change.userId}:${change.multihash}`, { userId: change.userId, multihash: change.multihash });
       for (const folderId of change.folders ?? []) folders.set(folderId, change.userId);
     },
@@ -59,11 +64,11 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
       const suspects = held.filter((_, i) => !agrees[i]);
       const suspectFolders = counted.flatMap(([folderId, userId], i) => (firstLook[i] ? [{ folderId, userId, first: firstLook[i] }] : []));
       const result = { countsChecked: held.length + counted.length, recounted: 0, foldersSet: 0 };
-      if (suspects.length === 0 && suspectFolders.length === 0) return result;
+      if (suspects.length === 0 && suspectFolders.length === 0 && recounts.size === 0) return result;
 
       // A write in flight is a moment behind its record; what differs twice is left behind.
-      await new Promise((resolve) => setTimeout(resolve, COUNT_SECOND_LOOK_MS));
-      const users = new Set<string>();
+      const users = new Set(recounts);
+      if (suspects.length > 0 || suspectFolders.length > 0) await new Promise((resolve) => setTimeout(resolve, COUNT_SECOND_LOOK_MS));
       const again = await holdingsAgree(suspects);
       suspects.forEach((h, i) => again[i] || users.add(h.userId));
       await Promise.all(

@@ -181,10 +181,14 @@ export const HOLD_CHANGE_RECHECK_MS = 2 * 60_000;
 /** How long a request whose record is written retries the steps that complete it while
  * MongoDB does not answer (api/usecases/content.ts, completing). */
 export const RECORD_COMPLETION_MS = 15_000;
+/** How long an insert whose answer was lost (the connection closed under it) is sent again
+ * while MongoDB does not answer (infra/db/errors.ts, resending): the driver's 5 s server
+ * selection of each sending comes on top. */
+export const UNANSWERED_WRITE_RESEND_MS = 5_000;
 /** The sweep checks the counters a logged change moves (activities/counts.ts) once it is this
  * old, when its request has completed them or is dead; what differs is looked at again after the
  * second look. */
-export const COUNT_CHECK_AFTER_MS = RECORD_COMPLETION_MS + 5_000;
+export const COUNT_CHECK_AFTER_MS = RECORD_COMPLETION_MS + UNANSWERED_WRITE_RESEND_MS + 5_000;
 export const COUNT_SECOND_LOOK_MS = 2_000;
 /** Logged changes whose counters the sweep compares with one set of queries. */
 export const COUNT_CHECK_PAGE = 200;
@@ -204,8 +208,9 @@ export const ACTIVITY_MAX_DAYS = 366;
 export const USAGE_REBUILD_LOCK_MS = 10 * 60_000;
 export const USAGE_REBUILD_WAIT_MS = 60_000;
 /** A recount beside traffic (infra/db/usage.ts) waits this long after it stops new writes of
- * the user: writes begun before finish within it (the steps after a record retry for
- * RECORD_COMPLETION_MS; a single write fails within the driver's 5 s server selection). */
+ * the user: writes begun before finish within it (a record's insert is resent for
+ * UNANSWERED_WRITE_RESEND_MS, the steps after it retry for RECORD_COMPLETION_MS; a single
+ * write fails within the driver's 5 s server selection). */
 export const USAGE_RECOUNT_SETTLE_MS = 2 * RECORD_COMPLETION_MS;
 /** Records of each kind a rebuild or the audit reads of one user at a time (infra/db/usage-tally.ts). */
 export const USAGE_TALLY_PAGE = 1000;

@@ -3,6 +3,7 @@
 // out is repaired by one round, and a round with nothing changed signals nothing. The full
 // comparison is the audit's (`npm run admin -- check --repair`, tests/audit.test.ts).
 import type { ApiServer } from '../api/server.js';
+import { recountLater } from '../api/usecases/content.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
 import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
@@ -131,7 +132,7 @@ test('a change that was never logged is left alone by the sweep (the audit finds
   expect(await pinnedInCluster(cid.v1)).toBe(false);
 });
 
-test('counters a killed request left behind: the round that finds its change settled recounts the user and sets the folder count', async () => {
+test('counters a killed request left behind: the round that finds its change settled recounts the user and sets the folder count; a change marked recount recounts its user', async () => {
   const broken = await createUser(api);
   const folderId = (await call(api, 'POST', '/folders', { key: broken.apiKey, body: { name: 'counted' } })).body.folderId as string;
   const uploaded = await call(api, 'POST', '/upload/new', { key: broken.apiKey, body: { content: `died ${Date.now()}`, folderId } });
@@ -154,18 +155,25 @@ test('counters a killed request left behind: the round that finds its change set
   await db.usage.holds.updateOne({ _id: halfwayHolding }, { $inc: { settling: 1 } }).exec();
   await db.usage.add(halfway.userId, { files: -halfwaySize });
   expect(await db.usage.used(halfway.userId)).toBe(0);
+  // And one whose reservation's answer was lost (applied after all), so it asked for a recount:
+  // its counter is 42 bytes high, which no holding shows.
+  const leaked = await createUser(api);
+  const leakedUpload = await call(api, 'POST', '/upload/new', { key: leaked.apiKey, body: { content: `leaked ${Date.now()}` } });
+  await db.usage.add(leaked.userId, { used: 42 });
+  recountLater(db, leaked.userId, parseCid(leakedUpload.body.cid));
 
   // Checked once COUNT_CHECK_AFTER_MS old.
   await new Promise((r) => setTimeout(r, COUNT_CHECK_AFTER_MS + HOLD_CHANGE_SETTLE_MS + 500));
   const round = await sweepRound();
   expect(round.countsChecked).toBeGreaterThanOrEqual(4); // three holdings and the folder
-  expect(round.recounted).toBe(2);
+  expect(round.recounted).toBe(3);
   expect(round.foldersSet).toBe(1);
   expect(await db.usage.used(broken.userId)).toBe(size);
   expect(await db.usage.holdingsAgree([{ userId: broken.userId, multihash: parseCid(uploaded.body.cid).multihash }])).toEqual([true]);
   expect((await db.folders.findForUser(broken.userId, folderId))?.fileCount).toBe(1);
   expect(await db.usage.used(halfway.userId)).toBe(halfwaySize);
   expect((await db.usage.holds.findById(halfwayHolding).lean().exec())?.settling).toBe(0);
+  expect(await db.usage.used(leaked.userId)).toBe(leakedUpload.body.size);
 
   // Checked once: the next round passes it by.
   const next = await sweepRound();

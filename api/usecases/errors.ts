@@ -4,6 +4,7 @@
 // `Failure` and S3 to its XML codes. `reason` is a stable UPPER_SNAKE code; `details` is for
 // people.
 import { ServiceError } from '@temporalio/client';
+import { isConnectionFailure } from '../../infra/db/errors.js';
 import { LockTimeout } from '../../infra/db/locks.js';
 import { RETRY_AFTER_UNAVAILABLE_S } from '../../infra/constants.js';
 
@@ -102,20 +103,8 @@ export class Busy extends StupaError {
  */
 export function asStupaError(err: unknown): StupaError | undefined {
   if (err instanceof StupaError) return err;
-  const name = (err as { name?: string } | null)?.name;
   // Connection failures only; other server errors (a duplicate key that escaped) are bugs.
-  if (
-    name &&
-    /^Mongo(Network|NetworkTimeout|NotConnected|ServerSelection|TopologyClosed)Error$|^MongooseServerSelectionError$/.test(name)
-  ) {
-    return new Unavailable('mongodb');
-  }
-  // A bulk write (insertMany, bulkWrite) wraps the connection's failure in its own error
-  // (measured by npm run chaos: "MongoBulkWriteError: connection 8 to 127.0.0.1:… closed" as
-  // FerretDB was killed).
-  if (name === 'MongoBulkWriteError' && /connection .* closed|ECONNRESET|ECONNREFUSED|not connected/i.test((err as Error).message)) {
-    return new Unavailable('mongodb');
-  }
+  if (isConnectionFailure(err)) return new Unavailable('mongodb');
   // The Temporal client gives up on an unreachable frontend with a ServiceError.
   if (err instanceof ServiceError) return new Unavailable('temporal');
   if (err instanceof LockTimeout) return new Busy();

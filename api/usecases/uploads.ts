@@ -12,7 +12,7 @@ import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
-import { assertStorageFits, completing, holdsChanged, MB, reserveHolding, storageFull, storageLeft } from './content.js';
+import { assertStorageFits, completing, giveBack, holdsChanged, MB, reserveHolding, storageFull, storageLeft } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
 import { fileMoved } from './files.js';
@@ -222,7 +222,7 @@ async function recordFile(
   // it moves: an API process killed right after the insert leaves a change the sweep pins and
   // counts (activities/counts.ts; measured by npm run chaos).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId: user._id, folders: [details.folderId] });
-  const reserved = await reserveHolding(deps.db, user._id, plan, { multihash: cid.multihash, kind: 'file', size: added.size });
+  const reserved = await reserveHolding(deps.db, user._id, plan, cid, 'file', added.size);
   const now = Date.now();
   let written: { file: FileRecord; created: boolean };
   try {
@@ -243,13 +243,14 @@ async function recordFile(
     });
   } catch (err) {
     // Nothing was recorded: the reservation goes back. The write's own failure is what the
-    // caller hears; a give-back that fails too leaves the counter high (usage recount).
-    await deps.db.usage.add(user._id, { used: -reserved }).catch(() => undefined);
+    // caller hears.
+    await giveBack(deps.db, user._id, cid, reserved);
     throw err;
   }
   // The record is written: what completes it is retried through a short MongoDB outage.
   let stored = 0;
-  if (!written.created) await completing(() => deps.db.usage.add(user._id, { used: -reserved }));
+  // Not completing(): an increment sent again after its answer was lost could apply twice.
+  if (!written.created) await giveBack(deps.db, user._id, cid, reserved);
   else stored = (await completing(() => deps.db.usage.hold(user._id, cid.multihash, 'file', added.size, reserved))).used;
   await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
   if (written.created) await completing(() => fileMoved(deps.db, null, written.file.folderId));

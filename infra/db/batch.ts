@@ -80,8 +80,9 @@ export function batchedById<T extends { _id: string }>(model: Model<T>): (id: st
 /**
  * Inserts documents with one unordered insert: each is `inserted`, a `duplicate` of an existing
  * `_id` or unique key, or its own Error. Throws when the insert failed as a whole (the server
- * unreachable). The driver's own insert, not mongoose's: the documents are written as given
- * (no casting, which costs every document of every batch its schema walk).
+ * unreachable, or its connection closed under the command: then any of the documents may have
+ * been inserted, or none). The driver's own insert, not mongoose's: the documents are written
+ * as given (no casting, which costs every document of every batch its schema walk).
  */
 export async function insertUnordered<T>(model: Model<T>, docs: object[]): Promise<Outcome<'inserted' | 'duplicate'>[]> {
   if (docs.length === 0) return [];
@@ -89,8 +90,11 @@ export async function insertUnordered<T>(model: Model<T>, docs: object[]): Promi
     await model.collection.insertMany(docs as never[], { ordered: false });
     return docs.map(() => 'inserted');
   } catch (err) {
-    if (!(err instanceof mongoose.mongo.MongoBulkWriteError) || err.writeErrors == null) throw err;
-    const failed = new Map([err.writeErrors].flat().map((e) => [e.index, e]));
+    // A bulk error with no write errors is the driver's own failure (the connection closed under
+    // the command) wrapped: the server may have inserted any of the documents, or none.
+    const writeErrors = err instanceof mongoose.mongo.MongoBulkWriteError ? [err.writeErrors ?? []].flat() : [];
+    if (writeErrors.length === 0) throw err;
+    const failed = new Map(writeErrors.map((e) => [e.index, e]));
     return docs.map((_, i) => {
       const e = failed.get(i);
       if (!e) return 'inserted';

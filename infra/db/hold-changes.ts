@@ -16,6 +16,9 @@ import { groupCommit } from './batch.js';
 export interface CountedIn {
   userId: string;
   folders?: (string | null | undefined)[];
+  /** The user's storage counter may be off: a write of it was sent and its answer lost, or a
+   * give-back failed (api/usecases/content.ts). The sweep recounts the user. */
+  recount?: boolean;
 }
 
 export interface HoldChange {
@@ -29,6 +32,7 @@ export interface HoldChange {
   /** CountedIn, when the change moves a user's counters. */
   userId?: string;
   folders?: string[];
+  recount?: boolean;
 }
 
 interface Watermark {
@@ -45,6 +49,7 @@ const changeSchema = new Schema<HoldChange>(
     at: { type: Number, required: true },
     userId: { type: String },
     folders: { type: [String], default: undefined },
+    recount: { type: Boolean },
   },
   { versionKey: false },
 );
@@ -79,7 +84,13 @@ export function createHoldChangeStore(conn: Connection) {
     append(multihash: string, cid: string, counted?: CountedIn): Promise<void> {
       if (!counted) return appendBatched({ multihash, cid });
       const folders = (counted.folders ?? []).filter((f): f is string => typeof f === 'string');
-      return appendBatched({ multihash, cid, userId: counted.userId, ...(folders.length > 0 ? { folders } : {}) });
+      return appendBatched({
+        multihash,
+        cid,
+        userId: counted.userId,
+        ...(folders.length > 0 ? { folders } : {}),
+        ...(counted.recount ? { recount: true } : {}),
+      });
     },
 
     /** Changes stamped after `after` and at or before `upTo`, oldest first, a page at a time

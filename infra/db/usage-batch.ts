@@ -102,6 +102,10 @@ export function createUsageBatches(parts: Parts) {
         settling: 1,
       };
     });
+    // A connection that closes under this insert fails every step of the batch. A step sent
+    // again by its request (api/usecases/content.ts, completing) may then meet its own document
+    // and count a second holder; that document's `settling` is never brought down, so the sweep
+    // recounts the user (activities/counts.ts).
     const inserted = await insertUnordered(Holds, docs);
     const alone: number[] = entries.map((_, i) => i).filter((i) => first.get(ids[i]!) !== i);
     const settled: number[] = [];

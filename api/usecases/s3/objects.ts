@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { parseCid } from '../../../infra/cid.js';
 import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
 import { objectId, type ObjectChecksums, type ObjectHeaders, type ObjectRecord } from '../../../infra/db/objects.js';
-import { holdsChanged, reserveHolding } from '../content.js';
+import { giveBack, holdsChanged, reserveHolding } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { InvalidInput, NotFound, TooLarge } from '../errors.js';
 import { beginUpload } from '../uploads.js';
@@ -119,8 +119,7 @@ export async function recordObject(
   const cid = parseCid(content.cid);
   // Logged before the record, with the counter it moves (activities/counts.ts).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
-  const held =
-    reserved ?? (await reserveHolding(deps.db, userId, caller.plan, { multihash: cid.multihash, kind: 'object', size: content.size }));
+  const held = reserved ?? (await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size));
   const record: ObjectRecord = {
     _id: objectId(content.bucket, content.key),
     bucket: content.bucket,
@@ -143,7 +142,7 @@ export async function recordObject(
   try {
     previous = await deps.db.objects.put(record);
   } catch (err) {
-    await deps.db.usage.add(userId, { used: -held }).catch(() => undefined);
+    await giveBack(deps.db, userId, cid, held);
     throw err;
   }
   // The previous object's content is known only now: logged before its count moves.
