@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import {
   CopyObjectCommand,
+  type CopyObjectCommandInput,
   CreateBucketCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
@@ -83,7 +84,7 @@ describe('buckets', () => {
   });
 
   test('invalid names are InvalidBucketName; a missing bucket is NoSuchBucket', async () => {
-    for (const bad of ['ab', 'UPPER', 'has_underscore', '-dash', '192.168.1.1', 'a..b', 'x'.repeat(64)]) {
+    for (const bad of ['ab', 'UPPER', 'has_underscore', '-dash', '192.168.1.1', 'a..b', 'x'.repeat(64), 'dot.-dash', 'dash-.dot']) {
       expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: bad })))).toMatchObject({ code: 'InvalidBucketName', status: 400 });
     }
     expect(await s3Failure(s3.send(new ListObjectsV2Command({ Bucket: bucketName('missing') })))).toMatchObject({
@@ -210,6 +211,11 @@ describe('objects', () => {
       'c/x',
       'caf\u00e9 +%.txt',
     ]);
+    // No keys asked for: an empty page, not truncated (v2 and v1).
+    const none = await s3.send(new ListObjectsV2Command({ Bucket: b, MaxKeys: 0 }));
+    expect([none.IsTruncated, none.KeyCount, none.Contents, none.NextContinuationToken]).toEqual([false, 0, undefined, undefined]);
+    const noneV1 = await s3.send(new ListObjectsCommand({ Bucket: b, MaxKeys: 0 }));
+    expect([noneV1.IsTruncated, noneV1.Contents, noneV1.NextMarker]).toEqual([false, undefined, undefined]);
     // v1 with a delimiter: markers past a common prefix do not list it again.
     const v1 = await s3.send(new ListObjectsCommand({ Bucket: b, Delimiter: '/', MaxKeys: 1 }));
     expect(v1).toMatchObject({ IsTruncated: true, NextMarker: 'a/', CommonPrefixes: [{ Prefix: 'a/' }] });
@@ -243,6 +249,40 @@ describe('objects', () => {
     expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: b, Key: 'one' })))).toMatchObject({ code: 'NoSuchKey', status: 404 });
   });
 
+  test('CopyObject honours the x-amz-copy-source-if-* conditions: a failing one is PreconditionFailed and copies nothing', async () => {
+    const b = await newBucket(s3, 'cond');
+    const put = await s3.send(new PutObjectCommand({ Bucket: b, Key: 'src', Body: 'conditional source' }));
+    const etag = put.ETag!;
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    const inAnHour = new Date(Date.now() + 3_600_000);
+    const copy = (Key: string, conditions: Partial<CopyObjectCommandInput>) =>
+      s3.send(new CopyObjectCommand({ Bucket: b, Key, CopySource: `${b}/src`, ...conditions }));
+    for (const [n, conditions] of [
+      { CopySourceIfMatch: '"0123456789abcdef0123456789abcdef"' },
+      { CopySourceIfNoneMatch: etag },
+      { CopySourceIfUnmodifiedSince: hourAgo },
+      { CopySourceIfModifiedSince: inAnHour },
+      // If-Match holds, so If-Unmodified-Since is not looked at; If-None-Match fails first.
+      { CopySourceIfMatch: etag, CopySourceIfNoneMatch: etag },
+    ].entries()) {
+      expect(await s3Failure(copy(`refused-${n}`, conditions))).toMatchObject({ code: 'PreconditionFailed', status: 412 });
+      expect(await api.deps.db.objects.get(b, `refused-${n}`)).toBeNull();
+    }
+    for (const [n, conditions] of [
+      { CopySourceIfMatch: etag },
+      { CopySourceIfNoneMatch: '"0123456789abcdef0123456789abcdef"' },
+      { CopySourceIfUnmodifiedSince: inAnHour },
+      { CopySourceIfModifiedSince: hourAgo },
+      // S3's pairs: If-Match true with If-Unmodified-Since false copies, as does If-None-Match
+      // true with If-Modified-Since false.
+      { CopySourceIfMatch: etag, CopySourceIfUnmodifiedSince: hourAgo },
+      { CopySourceIfNoneMatch: '"0123456789abcdef0123456789abcdef"', CopySourceIfModifiedSince: inAnHour },
+    ].entries()) {
+      expect((await copy(`copied-${n}`, conditions)).CopyObjectResult!.ETag).toBe(etag);
+      expect((await api.deps.db.objects.get(b, `copied-${n}`))?.etag).toBe(etag.replace(/"/g, ''));
+    }
+  });
+
   test('a wrong checksum is BadDigest and nothing is kept', async () => {
     const failure = await s3Failure(
       s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'bad-crc', Body: 'some bytes', ChecksumCRC32: 'AAAAAA==' })),
@@ -259,6 +299,19 @@ describe('objects', () => {
       ),
     );
     expect(md5Failure).toMatchObject({ code: 'BadDigest', status: 400 });
+    // Well-formed values of the other algorithms, of other bytes, as S3 answers them.
+    const other = (algorithm: string) => crypto.createHash(algorithm).update('other').digest('base64');
+    for (const [Key, wrong] of [
+      ['bad-sha256', { ChecksumSHA256: other('sha256') }],
+      ['bad-sha1', { ChecksumSHA1: other('sha1') }],
+      ['bad-crc32c', { ChecksumCRC32C: 'AAAAAA==' }],
+    ] as const) {
+      expect(await s3Failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key, Body: 'some bytes', ...wrong })))).toMatchObject({
+        code: 'BadDigest',
+        status: 400,
+      });
+      expect(await api.deps.db.objects.get(bucket, Key)).toBeNull();
+    }
     expect(await api.deps.db.objects.get(bucket, 'bad-crc')).toBeNull();
     expect(await api.deps.db.objects.get(bucket, 'bad-md5')).toBeNull();
   });

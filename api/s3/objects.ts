@@ -75,25 +75,38 @@ const unsatisfiable = (size: number) =>
     { 'content-range': `bytes */${size}` },
   );
 
-/** If-Match, If-Unmodified-Since (412), If-None-Match, If-Modified-Since (304), in RFC 7232's order. */
-function preconditions(ctx: S3Context, object: ObjectRecord): 'ok' | 'not-modified' {
-  const h = ctx.req.headers;
+/**
+ * If-Match, If-Unmodified-Since (failed), If-None-Match, If-Modified-Since (not modified), in
+ * RFC 7232's order, from the headers named `<prefix>if-match` and so on: a GET's own (failed is
+ * 412, not modified 304) or CopyObject's `x-amz-copy-source-` ones about its source (both 412).
+ */
+function preconditions(ctx: S3Context, object: ObjectRecord, prefix = ''): 'ok' | 'not-modified' {
+  const h = (name: string) => {
+    const value = ctx.req.headers[`${prefix}${name}`];
+    return Array.isArray(value) ? value.join(',') : value;
+  };
   const etag = quoted(object.etag);
   const matches = (list: string) =>
     list.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag || t.trim() === object.etag);
   const seconds = Math.floor(object.lastModified / 1000) * 1000;
-  const failed = () =>
-    new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', { Condition: 'If-Match' });
-  if (h['if-match'] !== undefined) {
-    if (!matches(h['if-match'])) throw failed();
-  } else if (h['if-unmodified-since'] !== undefined) {
-    const since = Date.parse(h['if-unmodified-since']);
-    if (!Number.isNaN(since) && seconds > since) throw failed();
+  const failed = (condition: string) =>
+    new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
+      Condition: `${prefix}${condition}`,
+    });
+  const ifMatch = h('if-match');
+  const ifUnmodifiedSince = h('if-unmodified-since');
+  if (ifMatch !== undefined) {
+    if (!matches(ifMatch)) throw failed('If-Match');
+  } else if (ifUnmodifiedSince !== undefined) {
+    const since = Date.parse(ifUnmodifiedSince);
+    if (!Number.isNaN(since) && seconds > since) throw failed('If-Unmodified-Since');
   }
-  if (h['if-none-match'] !== undefined) {
-    if (matches(h['if-none-match'])) return 'not-modified';
-  } else if (h['if-modified-since'] !== undefined) {
-    const since = Date.parse(h['if-modified-since']);
+  const ifNoneMatch = h('if-none-match');
+  const ifModifiedSince = h('if-modified-since');
+  if (ifNoneMatch !== undefined) {
+    if (matches(ifNoneMatch)) return 'not-modified';
+  } else if (ifModifiedSince !== undefined) {
+    const since = Date.parse(ifModifiedSince);
     if (!Number.isNaN(since) && seconds <= since) return 'not-modified';
   }
   return 'ok';
@@ -224,7 +237,15 @@ export async function copyObjectHandler(ctx: S3Context, bucket: string, key: str
     );
   }
   await readSmallBody(ctx.req, ctx.auth, 0);
-  const object = await copyObject(ctx.deps, ctx.caller, from, { bucket, key }, replace ? objectDetailsOf(ctx.req) : undefined);
+  // The source's conditions: a copy whose source changed (or did not) as they say is refused.
+  const checkSource = (source: ObjectRecord) => {
+    if (preconditions(ctx, source, 'x-amz-copy-source-') === 'not-modified') {
+      throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
+        Condition: 'x-amz-copy-source-If-None-Match',
+      });
+    }
+  };
+  const object = await copyObject(ctx.deps, ctx.caller, from, { bucket, key }, replace ? objectDetailsOf(ctx.req) : undefined, checkSource);
   sendXml(
     ctx,
     200,

@@ -14,13 +14,16 @@ export type { BucketRecord };
 
 /**
  * S3's rules for new buckets: 3 to 63 of lower-case letters, digits, `-` and `.`, starting and
- * ending with a letter or digit, no `..`, not an IPv4 address, none of AWS's reserved prefixes
- * or suffixes. Names are hosts in virtual-host style, hence DNS-compatible.
+ * ending with a letter or digit, no `..` and no dot next to a dash, not an IPv4 address, none
+ * of AWS's reserved prefixes or suffixes. Names are hosts in virtual-host style, hence
+ * DNS-compatible.
  */
 export function bucketName(name: string): string {
   const valid =
     /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) &&
     !name.includes('..') &&
+    // S3 refuses a dot next to a dash too (`a.-b`, `a-.b`): not a DNS label's edge.
+    !/\.-|-\./.test(name) &&
     !/^\d+\.\d+\.\d+\.\d+$/.test(name) &&
     !/^(xn--|sthree-|amzn-s3-demo-)/.test(name) &&
     !/(-s3alias|--ol-s3|\.mrap|--x-s3)$/.test(name);

@@ -32,6 +32,8 @@ export async function listObjects(deps: Pick<UseCaseDeps, 'db'>, caller: Caller,
   const below = q.prefix ? afterPrefix(q.prefix) : undefined;
   const from = q.prefix || undefined;
   const listing: Listing = { objects: [], commonPrefixes: [], truncated: false, last: null };
+  // No keys asked for: S3 answers an empty page that is not truncated.
+  if (maxKeys === 0) return listing;
   let cursor = q.after || undefined;
   let count = 0;
   for (;;) {

@@ -195,8 +195,11 @@ export async function copyObject(
   from: { bucket: string; key: string },
   to: { bucket: string; key: string },
   details?: ObjectDetails,
+  /** Throws when the copy must not happen after all (a surface's conditions on the source). */
+  checkSource: (source: ObjectRecord) => void = () => undefined,
 ): Promise<ObjectRecord> {
   const source = await getObject(deps, caller, from.bucket, from.key);
+  checkSource(source);
   const target = await ownBucket(deps, caller, to.bucket);
   objectKey(to.key);
   const kept: ObjectDetails = details ?? {
