@@ -212,6 +212,11 @@ export const USAGE_REBUILD_WAIT_MS = 60_000;
  * UNANSWERED_WRITE_RESEND_MS, the steps after it retry for RECORD_COMPLETION_MS; a single
  * write fails within the driver's 5 s server selection). */
 export const USAGE_RECOUNT_SETTLE_MS = 2 * RECORD_COMPLETION_MS;
+/** ... or until the user's counters have stood still this long, looked at this often: a writer
+ * between its reservation and its holding step, with MongoDB answering, takes milliseconds, and
+ * the retries of a step wait at most 2 s between tries (api/usecases/content.ts). */
+export const USAGE_RECOUNT_QUIET_MS = 5_000;
+export const USAGE_RECOUNT_LOOK_MS = 500;
 /** Records of each kind a rebuild or the audit reads of one user at a time (infra/db/usage-tally.ts). */
 export const USAGE_TALLY_PAGE = 1000;
 /** Characters of a user's gateway slug (infra/db/gateway-slugs.ts): a letter, then [a-z0-9]. */

@@ -4,7 +4,7 @@
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
-import { USAGE_RECOUNT_SETTLE_MS } from '../infra/constants.js';
+import { USAGE_RECOUNT_QUIET_MS, USAGE_RECOUNT_SETTLE_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId } from '../infra/db/files.js';
 import { contentPages, type ContentPage } from '../infra/db/usage-tally.js';
@@ -134,11 +134,40 @@ test('a recount beside traffic: the writes that come during it wait for it, and 
   ]);
   const recounted = await recount;
   expect(writes.map((w) => w.status)).toEqual([201, 201, 201, 201, 201, 200]);
-  // They waited for the recount (USAGE_RECOUNT_SETTLE_MS) and were counted after it.
-  expect(Date.now() - started).toBeGreaterThan(USAGE_RECOUNT_SETTLE_MS - 5_000);
+  // They waited for the recount, until the counters stood still (USAGE_RECOUNT_QUIET_MS), not
+  // the whole settle time, and were counted after it.
+  const waited = Date.now() - started;
+  expect(waited).toBeGreaterThan(USAGE_RECOUNT_QUIET_MS - 1_000);
+  expect(waited).toBeLessThan(USAGE_RECOUNT_SETTLE_MS - 10_000);
   expect(recounted.used).toBe(3000); // the first file counted again, before the writes that waited
   const sum = writes.slice(0, 5).reduce((n, w) => n + w.body.size, 0);
   expect(await counterAndSum(user.userId)).toEqual({ counter: sum, files: sum, pinned: 0, sum });
+
+  // A writer that reserved before the recount began and takes its holding step 2 s into it:
+  // the recount waits for it and counts it.
+  const content = await collect(bytes(777, `in flight ${Date.now()}`));
+  const cid = parseCid((await kubo().add(content, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
+  expect(await api.deps.db.usage.reserve(user.userId, 777, 1e12)).toBe(true);
+  const second = api.deps.db.usage.recount(user.userId);
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const now = Date.now();
+  await api.deps.db.files.insert({
+    _id: newFileId(),
+    userId: user.userId,
+    cid: cid.v1,
+    multihash: cid.multihash,
+    name: 'in flight',
+    description: null,
+    size: 777,
+    mimeType: 'application/octet-stream',
+    folderId: null,
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
+  await api.deps.db.usage.hold(user.userId, cid.multihash, 'file', 777, 777);
+  expect((await second).used).toBe(sum + 777);
+  expect(await counterAndSum(user.userId)).toEqual({ counter: sum + 777, files: sum + 777, pinned: 0, sum: sum + 777 });
 }, 120_000);
 
 test('a pin counts its size once pinned, and no longer once deleted', async () => {

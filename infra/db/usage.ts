@@ -59,7 +59,15 @@
 // tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { USAGE_MEMORY_MS, USAGE_REBUILD_LOCK_MS, USAGE_REBUILD_WAIT_MS, USAGE_RECOUNT_SETTLE_MS, USAGE_TALLY_PAGE } from '../constants.js';
+import {
+  USAGE_MEMORY_MS,
+  USAGE_REBUILD_LOCK_MS,
+  USAGE_REBUILD_WAIT_MS,
+  USAGE_RECOUNT_LOOK_MS,
+  USAGE_RECOUNT_QUIET_MS,
+  USAGE_RECOUNT_SETTLE_MS,
+  USAGE_TALLY_PAGE,
+} from '../constants.js';
 import { userContentKey } from './by-id.js';
 import { isDuplicateKey } from './errors.js';
 import type { LockStore } from './locks.js';
@@ -366,15 +374,27 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
      * traffic (the audit's repair, and `usage recount`). Under the user's lock it first marks
      * the user uncounted: from then on every writer of the user's records waits in `ensure`
      * (a reservation's condition fails on it too). Writers that passed `ensure` before finish
-     * within USAGE_RECOUNT_SETTLE_MS, so after that wait no record or holding document moves
-     * while they are counted. `beat` is called while it waits (an activity's heartbeat).
+     * within USAGE_RECOUNT_SETTLE_MS, and within moments while MongoDB answers: the wait ends
+     * once the user's counters have stood still for USAGE_RECOUNT_QUIET_MS, or after the settle
+     * time. Then no record or holding document moves while they are counted. `beat` is called while it waits (an activity's heartbeat).
      */
     async recount(userId: string, beat: () => void = () => undefined): Promise<UsageRecord> {
       const total = await withUserLock(userId, async (renew) => {
         await Usage.updateOne({ _id: userId }, { $set: { distinct: false } }).exec();
-        for (const until = Date.now() + USAGE_RECOUNT_SETTLE_MS; Date.now() < until;) {
+        // The writers that passed `ensure` move the counters once more each and are done; with
+        // MongoDB answering that takes milliseconds, so the counters standing still for
+        // USAGE_RECOUNT_QUIET_MS ends the wait. Before, it was always the whole settle time, and
+        // every request of the user waited that long (npm run chaos saw them hang 30 s after each
+        // recount the sweep asked for).
+        const started = Date.now();
+        let seen = '';
+        let stillSince = started;
+        while (Date.now() < started + USAGE_RECOUNT_SETTLE_MS && Date.now() < stillSince + USAGE_RECOUNT_QUIET_MS) {
           beat();
-          await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, until - Date.now())));
+          await new Promise((resolve) => setTimeout(resolve, USAGE_RECOUNT_LOOK_MS));
+          const now = await Usage.findById(userId, { used: 1, files: 1, pinned: 1 }).lean().exec();
+          const counters = JSON.stringify([now?.used, now?.files, now?.pinned]);
+          if (counters !== seen) [seen, stillSince] = [counters, Date.now()];
         }
         return rebuild(userId, renew);
       });

@@ -4,7 +4,7 @@
 // a read of that user's records as one array, which is what a tally did before it read a page
 // of contents at a time (infra/db/usage-tally.ts): the memory figures are of one run.
 import type { Database } from '../../infra/db/index.js';
-import { USAGE_RECOUNT_SETTLE_MS } from '../../infra/constants.js';
+import { USAGE_RECOUNT_QUIET_MS } from '../../infra/constants.js';
 
 interface Measured<T> {
   value: T;
@@ -42,7 +42,7 @@ export async function usageAtScale(db: Database, userId: string, records: number
     throw new Error(`after the recount the counters still differ: ${JSON.stringify(again.value)}`);
   const n = (v: number) => v.toLocaleString('en-US');
   const line = (label: string, text: string) => `bench --scale: ${label.padEnd(34)} ${text}`;
-  const settle = USAGE_RECOUNT_SETTLE_MS / 1000;
+  const quiet = USAGE_RECOUNT_QUIET_MS / 1000;
   return [
     line(
       'usage: one array of the records',
@@ -54,7 +54,7 @@ export async function usageAtScale(db: Database, userId: string, records: number
     ),
     line(
       'usage: recount, paged',
-      `${recount.seconds.toFixed(1)} s (of which ${settle} s waiting for writes in flight), memory +${recount.growthMb} MB; ` +
+      `${recount.seconds.toFixed(1)} s (of which ${quiet} s or more waiting for writes in flight), memory +${recount.growthMb} MB; ` +
         `used ${n(recount.value.used)} bytes`,
     ),
     line('usage: audit compare after', `${again.seconds.toFixed(1)} s, memory +${again.growthMb} MB; counters equal the records`),
