@@ -10,9 +10,11 @@
 // it moved meanwhile. Each change is checked once, with the round's others: four reads by index
 // per COUNT_CHECK_PAGE changes. A change marked `recount` (a request that could not tell whether
 // its write of the user's storage counter was applied: api/usecases/content.ts) has its user
-// recounted, since a reservation that leaked shows in no holding.
+// recounted, since a reservation that leaked shows in no holding; so has a change whose process
+// (`by`) was not seen alive once the change had settled (killed between an upload's reservation
+// and its record, say: infra/db/processes.ts).
 import pLimit from 'p-limit';
-import { COUNT_CHECK_PAGE, COUNT_SECOND_LOOK_MS } from '../infra/constants.js';
+import { COUNT_CHECK_PAGE, COUNT_SECOND_LOOK_MS, WRITER_SETTLE_MS } from '../infra/constants.js';
 import type { HoldChange } from '../infra/db/hold-changes.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -29,6 +31,8 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
   const folders = new Map<string, string>(); // folderId → userId
   /** Users whose counter a request could not keep exact (a lost answer): recounted. */
   const recounts = new Set<string>();
+  /** Changes by the process that logged them: their users are recounted if it died before they settled. */
+  const logged: { by: string; at: number; userId: string }[] = [];
   const limit = pLimit(16);
 
   /** Whether each holding agrees with its records, a page of them per query (usage.ts). */
@@ -51,6 +55,7 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
     note(change: HoldChange): void {
       if (!change.userId) return;
       if (change.recount) recounts.add(change.userId);
+      if (change.by) logged.push({ by: change.by, at: change.at, userId: change.userId });
       holdings.set(`${change.userId}:${change.multihash}`, { userId: change.userId, multihash: change.multihash });
       for (const folderId of change.folders ?? []) folders.set(folderId, change.userId);
     },
@@ -64,6 +69,11 @@ export function createCountCheck({ db }: Pick<ActivityDeps, 'db'>) {
       const suspects = held.filter((_, i) => !agrees[i]);
       const suspectFolders = counted.flatMap(([folderId, userId], i) => (firstLook[i] ? [{ folderId, userId, first: firstLook[i] }] : []));
       const result = { countsChecked: held.length + counted.length, recounted: 0, foldersSet: 0 };
+      // A change is checked COUNT_CHECK_AFTER_MS after it was logged: a process that beat once its
+      // request had settled (WRITER_SETTLE_MS) lived through it, one that did not has been gone for
+      // PROCESS_GONE_AFTER_MS by now (or could not beat: then the recount was not needed, and is exact anyway).
+      const seen = await db.processes.lastSeen([...new Set(logged.map((r) => r.by))]);
+      for (const r of logged) if ((seen.get(r.by) ?? 0) < r.at + WRITER_SETTLE_MS) recounts.add(r.userId);
       if (suspects.length === 0 && suspectFolders.length === 0 && recounts.size === 0) return result;
 
       // A write in flight is a moment behind its record; what differs twice is left behind.

@@ -28,6 +28,7 @@ import {
   HOLD_CHANGE_RECHECK_MS,
   HOLD_CHANGE_RETAIN_MS,
   HOLD_CHANGE_SETTLE_MS,
+  PROCESS_FORGET_AFTER_MS,
 } from '../infra/constants.js';
 import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
@@ -145,6 +146,7 @@ export function createHoldActivities(deps: ActivityDeps) {
       const counted = await counts.settle();
       await db.holdChanges.advance(upTo);
       await db.holdChanges.deleteBefore(upTo - HOLD_CHANGE_RETAIN_MS);
+      await db.processes.deleteGoneBefore(Date.now() - PROCESS_FORGET_AFTER_MS);
       return { checked: seen.size, resynced, ...counted };
     },
   };

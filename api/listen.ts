@@ -7,8 +7,9 @@ import type { RequestListener } from 'node:http';
 export interface Listening {
   url: string;
   port: number;
-  /** Stops taking connections, lets requests in flight finish (at most `timeoutMs`), then cuts the rest. */
-  close(): Promise<void>;
+  /** Stops taking connections, lets requests in flight finish (at most `timeoutMs`), then cuts the
+   * rest; true when none had to be cut. */
+  close(): Promise<boolean>;
 }
 
 /** How a surface words the answer to a request Node could not parse (JSON by default; S3's is XML). */
@@ -54,7 +55,7 @@ export async function listen(
     server.listen(port, host, () => resolve());
   });
   const bound = (server.address() as AddressInfo).port;
-  let closing: Promise<void> | undefined;
+  let closing: Promise<boolean> | undefined;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
     port: bound,
@@ -62,9 +63,14 @@ export async function listen(
       (closing ??= (async () => {
         const done = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+        let cut = false;
+        const timer = setTimeout(() => {
+          cut = true;
+          server.closeAllConnections();
+        }, timeoutMs);
         await done;
         clearTimeout(timer);
+        return !cut;
       })()),
   };
 }

@@ -46,6 +46,8 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
     kubo: createKubo(config.kubo.apiUrl),
     cluster: createClusterClient(config.cluster.apiUrl),
   };
+  // Beating before it serves: the sweep tells a request cut by this process's death by it.
+  const stopBeating = await db.processes.startBeating('api');
   const listening = await listen(createApp(deps), config.api.host, config.api.port, config.shutdownTimeoutMs);
   served.api.publicUrl ??= listening.url;
   const gateway = await startGateway(deps);
@@ -54,7 +56,9 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
-      await Promise.all([listening.close(), gateway.close(), s3.close()]);
+      const ended = await Promise.all([listening.close(), gateway.close(), s3.close()]);
+      // Every request ended by itself: none of them can have left a reservation behind.
+      await stopBeating({ clean: ended.every(Boolean) });
       await db.close();
       await temporal.close();
     })());

@@ -185,10 +185,18 @@ export const RECORD_COMPLETION_MS = 15_000;
  * while MongoDB does not answer (infra/db/errors.ts, resending): the driver's 5 s server
  * selection of each sending comes on top. */
 export const UNANSWERED_WRITE_RESEND_MS = 5_000;
+/** By this long after it logged its change, a request has completed the counters the change
+ * moves, or its process is dead (a single write fails within the driver's 5 s server selection). */
+export const WRITER_SETTLE_MS = RECORD_COMPLETION_MS + UNANSWERED_WRITE_RESEND_MS + 5_000;
+/** An API process writes a beat this often (infra/db/processes.ts); one that has not beaten for
+ * PROCESS_GONE_AFTER_MS is gone, and its beat is forgotten after PROCESS_FORGET_AFTER_MS. */
+export const PROCESS_BEAT_MS = 2_000;
+export const PROCESS_GONE_AFTER_MS = 10_000;
+export const PROCESS_FORGET_AFTER_MS = 24 * 60 * 60_000;
 /** The sweep checks the counters a logged change moves (activities/counts.ts) once it is this
- * old, when its request has completed them or is dead; what differs is looked at again after the
- * second look. */
-export const COUNT_CHECK_AFTER_MS = RECORD_COMPLETION_MS + UNANSWERED_WRITE_RESEND_MS + 5_000;
+ * old: its request has settled, or its process is dead and has missed its beats; what differs is
+ * looked at again after the second look. */
+export const COUNT_CHECK_AFTER_MS = WRITER_SETTLE_MS + PROCESS_GONE_AFTER_MS;
 export const COUNT_SECOND_LOOK_MS = 2_000;
 /** Logged changes whose counters the sweep compares with one set of queries. */
 export const COUNT_CHECK_PAGE = 200;

@@ -9,7 +9,8 @@ import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.
 import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
-import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
+import { openDatabase } from '../infra/db/index.js';
+import { call, createUser, stack, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -132,7 +133,7 @@ test('a change that was never logged is left alone by the sweep (the audit finds
   expect(await pinnedInCluster(cid.v1)).toBe(false);
 });
 
-test('counters a killed request left behind: the round that finds its change settled recounts the user and sets the folder count; a change marked recount recounts its user', async () => {
+test('counters a killed request left behind: the round that finds its change settled recounts the user and sets the folder count; a change marked recount, or logged by a process that died before it settled, recounts its user', async () => {
   const broken = await createUser(api);
   const folderId = (await call(api, 'POST', '/folders', { key: broken.apiKey, body: { name: 'counted' } })).body.folderId as string;
   const uploaded = await call(api, 'POST', '/upload/new', { key: broken.apiKey, body: { content: `died ${Date.now()}`, folderId } });
@@ -161,12 +162,25 @@ test('counters a killed request left behind: the round that finds its change set
   const leakedUpload = await call(api, 'POST', '/upload/new', { key: leaked.apiKey, body: { content: `leaked ${Date.now()}` } });
   await db.usage.add(leaked.userId, { used: 42 });
   recountLater(db, leaked.userId, parseCid(leakedUpload.body.cid));
+  // And an API process killed between its reservation and its record: another process with its
+  // own connection, beating, logs its change and reserves as an upload does, then its connection
+  // goes (no last beat, no record, no give-back). The reservation shows in no holding.
+  const cut = await createUser(api);
+  const cutUpload = await call(api, 'POST', '/upload/new', { key: cut.apiKey, body: { content: `cut ${Date.now()}` } });
+  const dying = await openDatabase(stack.mongodbUri);
+  const stopBeating = await dying.processes.startBeating('api');
+  const cutCid = await freshContent('cut');
+  await dying.holdChanges.append(cutCid.multihash, cutCid.v1, { userId: cut.userId });
+  expect(await dying.usage.reserve(cut.userId, 4242, Number.MAX_SAFE_INTEGER)).toBe(true);
+  await dying.connection.close();
+  await stopBeating(); // its last beat fails: the connection is gone
+  expect(await db.usage.used(cut.userId)).toBe(cutUpload.body.size + 4242);
 
   // Checked once COUNT_CHECK_AFTER_MS old.
   await new Promise((r) => setTimeout(r, COUNT_CHECK_AFTER_MS + HOLD_CHANGE_SETTLE_MS + 500));
   const round = await sweepRound();
   expect(round.countsChecked).toBeGreaterThanOrEqual(4); // three holdings and the folder
-  expect(round.recounted).toBe(3);
+  expect(round.recounted).toBe(4); // not the users of the uploads of this test's API, which beats
   expect(round.foldersSet).toBe(1);
   expect(await db.usage.used(broken.userId)).toBe(size);
   expect(await db.usage.holdingsAgree([{ userId: broken.userId, multihash: parseCid(uploaded.body.cid).multihash }])).toEqual([true]);
@@ -174,6 +188,7 @@ test('counters a killed request left behind: the round that finds its change set
   expect(await db.usage.used(halfway.userId)).toBe(halfwaySize);
   expect((await db.usage.holds.findById(halfwayHolding).lean().exec())?.settling).toBe(0);
   expect(await db.usage.used(leaked.userId)).toBe(leakedUpload.body.size);
+  expect(await db.usage.used(cut.userId)).toBe(cutUpload.body.size);
 
   // Checked once: the next round passes it by.
   const next = await sweepRound();

@@ -21,9 +21,10 @@ export async function startGateway(deps: Pick<UseCaseDeps, 'db' | 'config'> & { 
   return {
     ...listening,
     async close() {
-      await listening.close();
+      const ended = await listening.close();
       kuboGateway.close();
       await bandwidth.flush();
+      return ended;
     },
   };
 }

@@ -25,8 +25,9 @@ export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<L
   return {
     ...listening,
     async close() {
-      await listening.close();
+      const ended = await listening.close();
       kuboGateway.close();
+      return ended;
     },
   };
 }

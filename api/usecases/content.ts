@@ -78,12 +78,21 @@ export async function storageLeft(
 }
 
 /**
- * Counts `bytes` more (negative: fewer) against the user's storage if they fit, or throws
- * STORAGE_LIMIT. One atomic update, so concurrent uploads of an account never together pass the
- * quota and never wait for each other. Whoever reserves gives the bytes back if their write fails.
+ * Counts `bytes` more of `cid` against the user's storage if they fit, or throws STORAGE_LIMIT.
+ * One atomic update, so concurrent uploads of an account never together pass the quota and never
+ * wait for each other. Whoever reserves gives the bytes back if their write fails (`giveBack`),
+ * and logs its change first (naming its process: infra/db/processes.ts). A reservation whose answer
+ * was lost asks for a recount (`recountLater`).
  */
-export async function reserveStorage(db: Database, userId: string, plan: Plan, bytes: number): Promise<void> {
-  if (!(await db.usage.reserve(userId, bytes, plan.storageMB * MB))) throw storageFull(plan);
+export async function reserveStorage(db: Database, userId: string, plan: Plan, cid: ParsedCid, bytes: number): Promise<void> {
+  let fits: boolean;
+  try {
+    fits = await db.usage.reserve(userId, bytes, plan.storageMB * MB);
+  } catch (err) {
+    if (isAnswerLost(err)) recountLater(db, userId, cid);
+    throw err;
+  }
+  if (!fits) throw storageFull(plan);
 }
 
 /**
@@ -111,8 +120,9 @@ export async function giveBack(db: Database, userId: string, cid: ParsedCid, byt
  * that. Only when that does not fit is what it adds read (nothing when the user holds the
  * content already) and reserved; so the answer is the quota's, and a reservation never costs
  * more than a read and two updates. Meanwhile the whole size is counted for a moment too much
- * while such an upload is in flight, as any reservation is until it settles. A reservation whose
- * answer was lost asks for a recount (`recountLater`).
+ * while such an upload is in flight, as any reservation is until it settles. The caller logs its
+ * change first (naming its process: infra/db/processes.ts); a reservation whose answer was lost asks
+ * for a recount (`recountLater`).
  */
 export async function reserveHolding(
   db: Database,

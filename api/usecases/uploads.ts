@@ -218,9 +218,10 @@ async function recordFile(
   if (details.folderId && !(await deps.db.folders.findForUser(user._id, details.folderId))) {
     throw new InvalidInput(`folder ${details.folderId} not found`, 'FOLDER_NOT_FOUND');
   }
-  // Logged before the record, as every hold's change is (infra/hold-sync.ts), with the counters
-  // it moves: an API process killed right after the insert leaves a change the sweep pins and
-  // counts (activities/counts.ts; measured by npm run chaos).
+  // Logged before the reservation and the record, as every hold's change is (infra/hold-sync.ts),
+  // with the counters it moves: an API process killed right after the insert leaves a change the
+  // sweep pins and counts (activities/counts.ts), one killed between the reservation and the
+  // insert a change naming the process (`by`, infra/db/processes.ts; both found by npm run chaos).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId: user._id, folders: [details.folderId] });
   const reserved = await reserveHolding(deps.db, user._id, plan, cid, 'file', added.size);
   const now = Date.now();

@@ -33,6 +33,9 @@ export interface HoldChange {
   userId?: string;
   folders?: string[];
   recount?: boolean;
+  /** The process that logged the change, when it beats: if it dies before the request settles,
+   * the sweep recounts the user (infra/db/processes.ts). */
+  by?: string;
 }
 
 interface Watermark {
@@ -50,6 +53,7 @@ const changeSchema = new Schema<HoldChange>(
     userId: { type: String },
     folders: { type: [String], default: undefined },
     recount: { type: Boolean },
+    by: { type: String },
   },
   { versionKey: false },
 );
@@ -64,7 +68,8 @@ const idAt = (at: number) => String(Math.max(0, Math.floor(at))).padStart(13, '0
 
 const WATERMARK_ID = 'hold-changes';
 
-export function createHoldChangeStore(conn: Connection) {
+/** `self`: the id of this process while it beats (infra/db/processes.ts). */
+export function createHoldChangeStore(conn: Connection, self: () => string | undefined) {
   const Changes: Model<HoldChange> = conn.model<HoldChange>('HoldChange', changeSchema, 'hold_changes');
   const Watermarks: Model<Watermark> = conn.model<Watermark>('SweepWatermark', watermarkSchema, 'sweep_state');
   // Appends that arrive together are one insert (batch.ts): under load the log costs one write
@@ -84,12 +89,14 @@ export function createHoldChangeStore(conn: Connection) {
     append(multihash: string, cid: string, counted?: CountedIn): Promise<void> {
       if (!counted) return appendBatched({ multihash, cid });
       const folders = (counted.folders ?? []).filter((f): f is string => typeof f === 'string');
+      const by = self();
       return appendBatched({
         multihash,
         cid,
         userId: counted.userId,
         ...(folders.length > 0 ? { folders } : {}),
         ...(counted.recount ? { recount: true } : {}),
+        ...(by ? { by } : {}),
       });
     },
 

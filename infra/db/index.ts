@@ -18,6 +18,7 @@ import { createLockStore } from './locks.js';
 import { createMultipartStore } from './multipart.js';
 import { createObjectStore } from './objects.js';
 import { createPinStore } from './pins.js';
+import { createProcessStore } from './processes.js';
 import { createRateLimitStore } from './rate-limits.js';
 import { createAuditStore } from './audits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
@@ -62,7 +63,8 @@ export async function openDatabase(uri: string) {
   const multipart = createMultipartStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder, objects.holder]);
-  const holdChanges = createHoldChangeStore(connection);
+  const processes = createProcessStore(connection);
+  const holdChanges = createHoldChangeStore(connection, processes.self);
   const locks = createLockStore(connection);
   // Storage use is counted over distinct content (usage.ts); the records are read to rebuild
   // a user (counted before, once, or by a recount), and of one content to check a change.
@@ -100,6 +102,7 @@ export async function openDatabase(uri: string) {
     rateLimits,
     holds,
     holdChanges,
+    processes,
     pins,
     files,
     folders,

@@ -15,10 +15,11 @@ import type { MultipartUploadRecord, PartRecord } from '../../../infra/db/multip
 import { partId } from '../../../infra/db/multipart.js';
 import type { ObjectChecksums } from '../../../infra/db/objects.js';
 import { dropParts, keepPart } from '../../../infra/kubo-mfs.js';
+import { parseCid } from '../../../infra/cid.js';
 import { randomBase62 } from '../../../infra/secrets.js';
 import { multipartJob, type MultipartResult } from '../../../infra/temporal/contracts/multipart.js';
 import { assembleFile, type AssembledFile } from '../../../infra/unixfs-file.js';
-import { reserveStorage } from '../content.js';
+import { giveBack, reserveStorage } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { InvalidInput, NotFound, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
@@ -95,11 +96,15 @@ export async function uploadPart(
   const { added, digest } = await readBody(body, (stream) => adding.add(stream, { signal: body.signal }));
   if (added.bytes > S3_MAX_PUT_BYTES) throw partTooLarge();
   const cid = added.cid.toString();
-  await reserveStorage(deps.db, caller.user._id, caller.plan, added.bytes);
+  const parsed = parseCid(cid);
+  const userId = caller.user._id;
+  // Logged before the reservation: a process killed before the part is recorded is recounted.
+  await deps.db.holdChanges.append(parsed.multihash, parsed.v1, { userId });
+  await reserveStorage(deps.db, userId, caller.plan, parsed, added.bytes);
   const part: PartRecord = {
     _id: partId(uploadId, partNumber),
     uploadId,
-    userId: caller.user._id,
+    userId,
     partNumber,
     cid,
     size: added.bytes,
@@ -115,15 +120,15 @@ export async function uploadPart(
     });
     replaced = await deps.db.multipart.putPart(part);
   } catch (err) {
-    await deps.db.usage.add(caller.user._id, { used: -added.bytes }).catch(() => undefined);
+    await giveBack(deps.db, userId, parsed, added.bytes);
     throw err;
   }
-  if (replaced) await deps.db.usage.add(caller.user._id, { used: -replaced.size });
+  if (replaced) await giveBack(deps.db, userId, parseCid(replaced.cid), replaced.size);
   // Completed or aborted while this part came in: the part is not the upload's.
   const now = await deps.db.multipart.get(uploadId);
   if (now?.state !== 'open') {
     const removed = await deps.db.multipart.deletePart(part._id);
-    if (removed) await deps.db.usage.add(caller.user._id, { used: -removed.size });
+    if (removed) await giveBack(deps.db, userId, parsed, removed.size);
     if (!now || now.state === 'aborted') await dropParts(deps.kubo, uploadId);
     throw noSuchUpload();
   }

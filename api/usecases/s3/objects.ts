@@ -117,7 +117,7 @@ export async function recordObject(
 ): Promise<ObjectRecord> {
   const userId = caller.user._id;
   const cid = parseCid(content.cid);
-  // Logged before the record, with the counter it moves (activities/counts.ts).
+  // Logged before the reservation and the record, with the counter it moves (activities/counts.ts).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
   const held = reserved ?? (await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size));
   const record: ObjectRecord = {
@@ -176,10 +176,14 @@ export async function getObject(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, b
 export async function deleteObject(deps: Pick<UseCaseDeps, 'db' | 'jobs'>, caller: Caller, bucketName: string, key: string): Promise<void> {
   const bucket = await ownBucket(deps, caller, bucketName);
   await deps.db.usage.ensure(caller.user._id); // before any record changes (infra/db/usage.ts)
+  // Logged before the removal and the count it moves (activities/counts.ts), so one read first: a
+  // process killed in between leaves a change naming it. An object put in between is logged by its put.
+  const current = await deps.db.objects.get(bucket._id, key);
+  if (!current) return;
+  await deps.db.holdChanges.append(current.multihash, current.cid, { userId: current.userId });
   const removed = await deps.db.objects.delete(bucket._id, key);
   if (!removed) return;
-  // Logged before the count it moves (activities/counts.ts); the record's removal is known only now.
-  await deps.db.holdChanges.append(removed.multihash, removed.cid, { userId: removed.userId });
+  if (removed.multihash !== current.multihash) await deps.db.holdChanges.append(removed.multihash, removed.cid, { userId: removed.userId });
   const released = await deps.db.usage.release(removed.userId, removed.multihash, 'object');
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
   await holdsChanged(deps, parseCid(removed.cid), undefined, { logged: true });
