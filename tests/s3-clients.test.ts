@@ -84,6 +84,15 @@ test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, rm, rb', 
   const back = path.join(dir, 'aws-back.bin');
   await run('s3', 'cp', `s3://${bucket}/dir/big.bin`, back);
   expect(md5(back)).toBe(md5(big));
+  // With a checksum: a SHA256 multipart upload is S3's composite of its 8 MiB parts' SHA-256s.
+  await run('s3', 'cp', '--checksum-algorithm', 'SHA256', big, `s3://${bucket}/dir/summed.bin`);
+  const head = JSON.parse(
+    (await run('s3api', 'head-object', '--bucket', bucket, '--key', 'dir/summed.bin', '--checksum-mode', 'ENABLED')).stdout,
+  );
+  const bytes = fs.readFileSync(big);
+  const sha256 = (data: Buffer) => crypto.createHash('sha256').update(data).digest();
+  const partDigests = [0, 1, 2].map((i) => sha256(bytes.subarray(i * 8 * 1024 * 1024, (i + 1) * 8 * 1024 * 1024)));
+  expect(head).toMatchObject({ ChecksumSHA256: `${sha256(Buffer.concat(partDigests)).toString('base64')}-3`, ChecksumType: 'COMPOSITE' });
   await run('s3', 'rm', '--recursive', `s3://${bucket}/dir/`);
   await run('s3', 'rb', `s3://${bucket}`);
   expect(await api.deps.db.buckets.get(bucket)).toBeNull();

@@ -1,6 +1,7 @@
 // What an S3 handler is given, and how it answers: XML documents, empty answers, and the
 // headers every object answer carries.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { checksumTypeOf } from '../../infra/checksums.js';
 import type { KuboGateway } from '../../infra/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import type { AnswerMemory } from '../answers.js';
@@ -70,10 +71,13 @@ export function objectHeaders(object: ObjectRecord, withChecksums: boolean): Rec
   return headers;
 }
 
+/** Each checksum's `x-amz-checksum-<name>`, and S3's `x-amz-checksum-type` of the object's. */
 export function checksumHeaders(checksums: ObjectRecord['checksums'] | undefined): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(checksums ?? {})) {
-    if (value) headers[`x-amz-checksum-${name}`] = value;
+    if (!value) continue;
+    headers[`x-amz-checksum-${name}`] = value;
+    headers['x-amz-checksum-type'] = checksumTypeOf(value);
   }
   return headers;
 }

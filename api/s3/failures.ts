@@ -39,6 +39,9 @@ const BY_REASON: Record<string, S3ErrorCode> = {
   NO_CORS_CONFIGURATION: 'NoSuchCORSConfiguration',
   INVALID_CORS: 'MalformedXML',
   STORAGE_LIMIT: 'QuotaExceeded',
+  BAD_DIGEST: 'BadDigest',
+  CHECKSUM_TYPE_MISMATCH: 'InvalidRequest',
+  CHECKSUM_MODE_MISMATCH: 'InvalidRequest',
 };
 
 /** The S3 error for anything a handler threw; undefined for a bug (answered InternalError). */

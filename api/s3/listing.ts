@@ -150,7 +150,7 @@ export async function listMultipartUploads(ctx: S3Context, bucket: string): Prom
       Owner: owner(ctx),
       StorageClass: 'STANDARD',
       Initiated: isoDate(u.createdAt),
-      ...(u.checksumAlgorithm ? { ChecksumAlgorithm: u.checksumAlgorithm } : {}),
+      ...(u.checksumAlgorithm ? { ChecksumAlgorithm: u.checksumAlgorithm, ChecksumType: u.checksumType ?? 'COMPOSITE' } : {}),
     })),
   });
 }

@@ -1,6 +1,16 @@
 // Multipart uploads: Create, UploadPart, Complete (a durable workflow assembles the object:
 // api/usecases/s3/multipart.ts), Abort, ListParts.
+import {
+  CHECKSUM_LABELS,
+  CHECKSUM_NAMES,
+  checksumTypeOf,
+  isChecksumName,
+  isCrc,
+  type ChecksumName,
+  type ChecksumType,
+} from '../../infra/checksums.js';
 import { S3_MAX_KEYS } from '../../infra/constants.js';
+import type { ObjectChecksums } from '../../infra/db/objects.js';
 import { abortMultipart, completeUpload, createUpload, listParts, uploadPart, type ListedPart } from '../usecases/s3/multipart.js';
 import { readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
@@ -9,24 +19,47 @@ import { S3Error } from './errors.js';
 import { objectBody } from './objects.js';
 import { parseXml } from './xml.js';
 
-const CHECKSUMS = ['CRC32', 'CRC32C', 'SHA1', 'SHA256'];
+const header = (ctx: S3Context, name: string) => {
+  const value = ctx.req.headers[name];
+  return typeof value === 'string' ? value : undefined;
+};
+
+/** CreateMultipartUpload's x-amz-checksum-algorithm and x-amz-checksum-type, as S3 allows them:
+ * CRC64NVME is FULL_OBJECT only, SHA1 and SHA256 COMPOSITE only, CRC32 and CRC32C either
+ * (COMPOSITE unless asked). */
+function checksumChoice(ctx: S3Context): { checksumAlgorithm: ChecksumName | null; checksumType: ChecksumType | null } {
+  const algorithm = header(ctx, 'x-amz-checksum-algorithm')?.toLowerCase();
+  const type = header(ctx, 'x-amz-checksum-type')?.toUpperCase();
+  if (algorithm === undefined) {
+    if (type !== undefined) {
+      throw new S3Error('InvalidRequest', 'The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.');
+    }
+    return { checksumAlgorithm: null, checksumType: null };
+  }
+  if (!isChecksumName(algorithm)) {
+    const valid = CHECKSUM_NAMES.map((n) => CHECKSUM_LABELS[n]).join(', ');
+    throw new S3Error(
+      'InvalidRequest',
+      `Checksum algorithm provided is unsupported. Please try again with any of the valid types: [${valid}]`,
+    );
+  }
+  const checksumType = type ?? (algorithm === 'crc64nvme' ? 'FULL_OBJECT' : 'COMPOSITE');
+  if (checksumType !== 'FULL_OBJECT' && checksumType !== 'COMPOSITE') {
+    throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
+  }
+  if (checksumType === 'COMPOSITE' ? algorithm === 'crc64nvme' : !isCrc(algorithm)) {
+    throw new S3Error('InvalidRequest', `The ${checksumType} checksum type cannot be used with the ${algorithm} checksum algorithm.`);
+  }
+  return { checksumAlgorithm: algorithm, checksumType };
+}
 
 export async function createMultipartHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   assertPrivateAcl(ctx);
-  const algorithm = ctx.req.headers['x-amz-checksum-algorithm'];
-  const checksumAlgorithm = typeof algorithm === 'string' ? algorithm.toUpperCase() : null;
-  if (checksumAlgorithm !== null && !CHECKSUMS.includes(checksumAlgorithm)) {
-    throw new S3Error(
-      'InvalidRequest',
-      `checksum algorithm ${checksumAlgorithm} is not supported here; use one of ${CHECKSUMS.join(', ')}`,
-    );
-  }
-  const type = ctx.req.headers['x-amz-checksum-type'];
-  const checksumType = typeof type === 'string' ? type.toUpperCase() : 'COMPOSITE';
+  const checksums = checksumChoice(ctx);
   await readSmallBody(ctx.req, ctx.auth, 0);
-  const upload = await createUpload(ctx.deps, ctx.caller, bucket, key, { ...objectDetailsOf(ctx.req), checksumAlgorithm });
-  const headers: Record<string, string> = checksumAlgorithm
-    ? { 'x-amz-checksum-algorithm': checksumAlgorithm, 'x-amz-checksum-type': checksumType }
+  const upload = await createUpload(ctx.deps, ctx.caller, bucket, key, { ...objectDetailsOf(ctx.req), ...checksums });
+  const headers: Record<string, string> = upload.checksumAlgorithm
+    ? { 'x-amz-checksum-algorithm': upload.checksumAlgorithm, 'x-amz-checksum-type': checksums.checksumType! }
     : {};
   sendXml(ctx, 200, 'InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload._id }, headers);
 }
@@ -44,10 +77,21 @@ export async function uploadPartHandler(ctx: S3Context, bucket: string, key: str
   sendEmpty(ctx, 200, { etag: quoted(part.etag), ...checksumHeaders(part.checksums) });
 }
 
-type CompleteRequest = { CompleteMultipartUpload?: { Part?: { PartNumber?: unknown; ETag?: unknown }[] } };
+type CompleteRequest = { CompleteMultipartUpload?: { Part?: Record<string, unknown>[] } };
+
+/** The Checksum<ALGORITHM> elements of a part, or the x-amz-checksum-<algorithm> headers. */
+function checksumsOf(get: (name: ChecksumName) => unknown): ObjectChecksums {
+  const checksums: ObjectChecksums = {};
+  for (const name of CHECKSUM_NAMES) {
+    const value = get(name);
+    if (value !== undefined && value !== '') checksums[name] = String(value);
+  }
+  return checksums;
+}
 
 export async function completeMultipartHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
-  const body = await readSmallBody(ctx.req, ctx.auth, 4 * 1024 * 1024);
+  // Its x-amz-checksum-* headers are the object's, not the XML's (checked by completeUpload).
+  const body = await readSmallBody(ctx.req, ctx.auth, 4 * 1024 * 1024, { checksumHeaders: false });
   const doc = parseXml(body.toString('utf8'), ['CompleteMultipartUpload.Part']) as CompleteRequest;
   const parts = doc.CompleteMultipartUpload?.Part;
   if (!doc.CompleteMultipartUpload || !parts || parts.length === 0) {
@@ -57,10 +101,15 @@ export async function completeMultipartHandler(ctx: S3Context, bucket: string, k
     const partNumber = Number(p.PartNumber);
     if (!Number.isInteger(partNumber) || p.ETag === undefined)
       throw new S3Error('MalformedXML', 'every Part needs a PartNumber and an ETag');
-    return { partNumber, etag: String(p.ETag) };
+    return { partNumber, etag: String(p.ETag), checksums: checksumsOf((name) => p[`Checksum${CHECKSUM_LABELS[name]}`]) };
   });
-  const result = await completeUpload(ctx.deps, ctx.caller, target(ctx, bucket, key), listed);
-  const checksums = Object.fromEntries(Object.entries(result.checksums).map(([name, value]) => [`Checksum${name.toUpperCase()}`, value]));
+  const expected = {
+    type: header(ctx, 'x-amz-checksum-type')?.toUpperCase(),
+    checksums: checksumsOf((name) => header(ctx, `x-amz-checksum-${name}`)),
+  };
+  const result = await completeUpload(ctx.deps, ctx.caller, target(ctx, bucket, key), listed, expected);
+  const checksums = Object.entries(result.checksums).map(([name, value]) => [`Checksum${CHECKSUM_LABELS[name as ChecksumName]}`, value]);
+  if (checksums.length > 0) checksums.push(['ChecksumType', checksumTypeOf(checksums[0]![1]!)]);
   sendXml(
     ctx,
     200,
@@ -70,7 +119,7 @@ export async function completeMultipartHandler(ctx: S3Context, bucket: string, k
       Bucket: bucket,
       Key: key,
       ETag: quoted(result.etag),
-      ...checksums,
+      ...Object.fromEntries(checksums),
     },
     { 'x-amz-meta-cid': result.cid },
   );
@@ -101,13 +150,15 @@ export async function listPartsHandler(ctx: S3Context, bucket: string, key: stri
     ...(truncated && parts.length ? { NextPartNumberMarker: parts.at(-1)!.partNumber } : {}),
     MaxParts: max,
     IsTruncated: truncated,
-    ...(upload.checksumAlgorithm ? { ChecksumAlgorithm: upload.checksumAlgorithm } : {}),
+    ...(upload.checksumAlgorithm ? { ChecksumAlgorithm: upload.checksumAlgorithm, ChecksumType: upload.checksumType ?? 'COMPOSITE' } : {}),
     Part: parts.map((p) => ({
       PartNumber: p.partNumber,
       LastModified: isoDate(p.createdAt),
       ETag: quoted(p.etag),
       Size: p.size,
-      ...Object.fromEntries(Object.entries(p.checksums ?? {}).map(([name, value]) => [`Checksum${name.toUpperCase()}`, value])),
+      ...Object.fromEntries(
+        Object.entries(p.checksums ?? {}).map(([name, value]) => [`Checksum${CHECKSUM_LABELS[name as ChecksumName]}`, value]),
+      ),
     })),
   });
 }

@@ -8,6 +8,7 @@ import { Schema } from 'mongoose';
 import { afterAscending } from './pages.js';
 import { BYTES } from './bytes.js';
 import { isDuplicateKey } from './errors.js';
+import type { ChecksumType } from '../checksums.js';
 import type { ObjectChecksums, ObjectHeaders } from './objects.js';
 
 export type UploadState = 'open' | 'completing' | 'completed' | 'aborted';
@@ -28,8 +29,11 @@ export interface MultipartUploadRecord {
   contentType: string;
   meta: string;
   headers: ObjectHeaders;
-  /** The checksum the client asked parts to carry (CreateMultipartUpload's x-amz-checksum-algorithm). */
+  /** The checksum the client asked parts to carry (CreateMultipartUpload's x-amz-checksum-algorithm,
+   * as S3 names it: CRC32, SHA256, …), and how the object's is made of theirs (x-amz-checksum-type;
+   * null with an algorithm: an upload from before types, COMPOSITE). */
   checksumAlgorithm: string | null;
+  checksumType?: ChecksumType | null;
   state: UploadState;
   /** Once completed: what CompleteMultipartUpload answered (a retry answers it again). */
   result: UploadResult | null;
@@ -64,6 +68,7 @@ const uploadSchema = new Schema<MultipartUploadRecord>(
     meta: { type: String, default: '{}' },
     headers: { type: Schema.Types.Mixed, default: {} },
     checksumAlgorithm: { type: String, default: null },
+    checksumType: { type: String, default: null },
     state: { type: String, required: true },
     result: { type: Schema.Types.Mixed, default: null },
     completedParts: { type: [Number], default: null },

@@ -4,6 +4,7 @@
 // as long as it exists; many keys may hold the same content.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import type { ChecksumName } from '../checksums.js';
 import { batchedById } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { existenceHolder } from './holds.js';
@@ -17,13 +18,9 @@ export interface ObjectHeaders {
   expires?: string;
 }
 
-/** Checksums of the object, base64, as S3 returns them (composite ones end in `-<parts>`). */
-export interface ObjectChecksums {
-  crc32?: string;
-  crc32c?: string;
-  sha1?: string;
-  sha256?: string;
-}
+/** Checksums of the object, base64, as S3 returns them: a composite one (S3's checksum type
+ * COMPOSITE, of a multipart object) ends in `-<parts>`, a full-object one does not. */
+export type ObjectChecksums = Partial<Record<ChecksumName, string>>;
 
 export interface ObjectRecord {
   /** `<bucket>/<key>` (bucket names have no `/`): one object per key. */

@@ -8,8 +8,7 @@
 // makes a retried completion answer the same: `open` → `completing` (one conditional update:
 // of two racing completions one starts the job) → `completed` with its result.
 import crypto from 'node:crypto';
-import { Crc32 } from '@aws-crypto/crc32';
-import { Crc32c } from '@aws-crypto/crc32c';
+import { CHECKSUM_LABELS, combineCrcs, compositeChecksum, isCrc, type ChecksumName, type ChecksumType } from '../../../infra/checksums.js';
 import { S3_MAX_OBJECT_BYTES, S3_MAX_PARTS, S3_MAX_PUT_BYTES, S3_MIN_PART_BYTES } from '../../../infra/constants.js';
 import type { MultipartUploadRecord, PartRecord } from '../../../infra/db/multipart.js';
 import { partId } from '../../../infra/db/multipart.js';
@@ -56,7 +55,7 @@ export async function createUpload(
   caller: Caller,
   bucketName: string,
   key: string,
-  details: ObjectDetails & { checksumAlgorithm: string | null },
+  details: ObjectDetails & { checksumAlgorithm: ChecksumName | null; checksumType: ChecksumType | null },
 ): Promise<MultipartUploadRecord> {
   const bucket = await ownBucket(deps, caller, bucketName);
   const now = Date.now();
@@ -68,7 +67,8 @@ export async function createUpload(
     contentType: details.contentType,
     meta: JSON.stringify(details.meta),
     headers: details.headers,
-    checksumAlgorithm: details.checksumAlgorithm,
+    checksumAlgorithm: details.checksumAlgorithm && CHECKSUM_LABELS[details.checksumAlgorithm],
+    checksumType: details.checksumType,
     state: 'open',
     result: null,
     completedParts: null,
@@ -90,11 +90,20 @@ export async function uploadPart(
   if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > S3_MAX_PARTS) {
     throw new InvalidInput(`part numbers are 1 to ${S3_MAX_PARTS}`, 'INVALID_PART_NUMBER');
   }
-  await ownUpload(deps, caller, target.bucket, target.key, uploadId);
+  const upload = await ownUpload(deps, caller, target.bucket, target.key, uploadId);
   if ((body.declaredBytes ?? 0) > S3_MAX_PUT_BYTES) throw partTooLarge();
   const adding = await beginUpload(deps, caller, { declaredBytes: body.declaredBytes });
   const { added, digest } = await readBody(body, (stream) => adding.add(stream, { signal: body.signal }));
   if (added.bytes > S3_MAX_PUT_BYTES) throw partTooLarge();
+  // Parts of an upload with a checksum algorithm carry it, as S3 requires (the object's is made of theirs).
+  const wanted = algorithmOf(upload);
+  if (wanted && !digest.checksums[wanted]) {
+    const sent = Object.keys(digest.checksums)[0] ?? 'null';
+    throw new InvalidInput(
+      `Checksum Type mismatch occurred, expected checksum Type: ${wanted}, actual checksum Type: ${sent}`,
+      'CHECKSUM_TYPE_MISMATCH',
+    );
+  }
   const cid = added.cid.toString();
   const parsed = parseCid(cid);
   const userId = caller.user._id;
@@ -168,10 +177,18 @@ export async function listUploads(
   return { uploads: rows.slice(0, q.maxUploads), truncated: rows.length > q.maxUploads };
 }
 
-/** Every part of the upload, in number order (at most 10,000). */
+/** Every part of the upload, in number order (at most 10,000), with the checksums the client
+ * has of each (optional; each must be the part's). */
 export interface ListedPart {
   partNumber: number;
   etag: string;
+  checksums?: ObjectChecksums;
+}
+
+/** What the client expects of the object: its checksum type, its checksum (either optional). */
+export interface ExpectedChecksums {
+  type?: string;
+  checksums: ObjectChecksums;
 }
 
 /**
@@ -184,6 +201,7 @@ export async function completeUpload(
   caller: Caller,
   target: { bucket: string; key: string; uploadId: string },
   listed: ListedPart[],
+  expected: ExpectedChecksums = { checksums: {} },
 ): Promise<MultipartResult> {
   const upload = await ownUpload(deps, caller, target.bucket, target.key, target.uploadId, ['open', 'completing', 'completed']);
   const numbers = listed.map((p) => p.partNumber);
@@ -201,8 +219,9 @@ export async function completeUpload(
   let total = 0;
   listed.forEach((p, i) => {
     const part = byNumber.get(p.partNumber);
-    if (!part || part.etag !== p.etag.replace(/"/g, '').toLowerCase()) {
-      throw new InvalidInput(`part ${p.partNumber} was not uploaded, or its ETag differs`, 'INVALID_PART');
+    const sameChecksums = Object.entries(p.checksums ?? {}).every(([name, value]) => part?.checksums?.[name as ChecksumName] === value);
+    if (!part || part.etag !== p.etag.replace(/"/g, '').toLowerCase() || !sameChecksums) {
+      throw new InvalidInput(`part ${p.partNumber} was not uploaded, or its ETag or checksum differs`, 'INVALID_PART');
     }
     if (i < listed.length - 1 && part.size < S3_MIN_PART_BYTES) {
       throw new InvalidInput(
@@ -213,6 +232,11 @@ export async function completeUpload(
     total += part.size;
   });
   if (total > S3_MAX_OBJECT_BYTES) throw new TooLarge('ENTITY_TOO_LARGE', `an object is at most ${S3_MAX_OBJECT_BYTES} bytes`);
+  await checkExpected(
+    upload,
+    listed.map((p) => byNumber.get(p.partNumber)!),
+    expected,
+  );
   const claimed = await deps.db.multipart.transition(upload._id, ['open'], 'completing', { completedParts: numbers });
   // Another completion or an abort came first: answer as for a retry.
   if (!claimed) return completeUpload(deps, caller, target, listed);
@@ -281,7 +305,7 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
   const user = await deps.db.users.get(upload.userId);
   if (!user) throw new Error(`the owner of multipart upload ${uploadId} is gone`);
   const reserved = parts.reduce((sum, p) => sum + p.size, 0);
-  const checksums = compositeChecksums(upload.checksumAlgorithm, parts);
+  const checksums = await objectChecksums(upload, parts);
   await recordObject(
     deps,
     { user, plan: deps.config.plans.get(user.plan) },
@@ -308,24 +332,48 @@ export async function dropCompletedParts(deps: Pick<UseCaseDeps, 'db' | 'kubo'>,
   if (upload?.state === 'completed') await releaseParts(deps, upload, upload.completedParts ?? []);
 }
 
+const algorithmOf = (upload: MultipartUploadRecord) => upload.checksumAlgorithm?.toLowerCase() as ChecksumName | undefined;
+
 /**
- * S3's composite checksum of a multipart object: the algorithm over the concatenated binary
- * checksums of the parts, `-<parts>`; only when every part carried one.
+ * The multipart object's checksum, from its parts' (no byte is read again): COMPOSITE, the
+ * algorithm over the parts' binary checksums, `-<parts>`; FULL_OBJECT, the CRC of the whole
+ * object (infra/checksums.ts). None when the upload named no algorithm, or a part lacks it (a
+ * part from before parts had to carry it).
  */
-function compositeChecksums(algorithm: string | null, parts: PartRecord[]): ObjectChecksums {
-  const name = algorithm?.toLowerCase() as keyof ObjectChecksums | undefined;
+async function objectChecksums(upload: MultipartUploadRecord, parts: PartRecord[]): Promise<ObjectChecksums> {
+  const name = algorithmOf(upload);
   if (!name || !parts.every((p) => p.checksums?.[name])) return {};
-  const joined = Buffer.concat(parts.map((p) => Buffer.from(p.checksums[name]!, 'base64')));
-  let digest: Uint8Array;
-  if (name === 'crc32' || name === 'crc32c') {
-    const crc = name === 'crc32' ? new Crc32() : new Crc32c();
-    const value = crc.update(joined).digest();
-    digest = Buffer.alloc(4);
-    (digest as Buffer).writeUInt32BE(value >>> 0);
-  } else {
-    digest = crypto.createHash(name).update(joined).digest();
+  const digests = parts.map((p) => Buffer.from(p.checksums[name]!, 'base64'));
+  if (upload.checksumType === 'FULL_OBJECT' && isCrc(name)) {
+    return {
+      [name]: combineCrcs(
+        name,
+        digests.map((crc, i) => ({ crc, size: parts[i]!.size })),
+      ).toString('base64'),
+    };
   }
-  return { [name]: `${Buffer.from(digest).toString('base64')}-${parts.length}` };
+  return { [name]: `${(await compositeChecksum(name, digests)).toString('base64')}-${parts.length}` };
+}
+
+/** What CompleteMultipartUpload's headers expect of the object: its upload's checksum type, and
+ * its checksum (a composite one with or without its `-<parts>`). */
+async function checkExpected(upload: MultipartUploadRecord, parts: PartRecord[], expected: ExpectedChecksums): Promise<void> {
+  const type = upload.checksumType ?? (upload.checksumAlgorithm ? 'COMPOSITE' : null);
+  if (expected.type !== undefined && expected.type !== type) {
+    throw new InvalidInput(
+      `The upload was created using the ${type ?? 'null'} checksum mode. The complete request must use the same checksum mode.`,
+      'CHECKSUM_MODE_MISMATCH',
+    );
+  }
+  const entries = Object.entries(expected.checksums);
+  if (entries.length === 0) return;
+  const computed = await objectChecksums(upload, parts);
+  for (const [name, value] of entries) {
+    const ours = computed[name as ChecksumName];
+    if (!ours || (value !== ours && value !== ours.replace(/-\d+$/, ''))) {
+      throw new InvalidInput(`The ${name} you specified did not match the calculated checksum.`, 'BAD_DIGEST');
+    }
+  }
 }
 
 /** Aborts uploads untouched for `maxAgeMs` and forgets completed ones as old; how many. */
