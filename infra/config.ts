@@ -35,8 +35,9 @@ export interface Config {
    * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */
   /** The S3 interface: its port; the domain whose subdomains are buckets (virtual-host style,
    * `<bucket>.<domain>`); its public address (null until it listens, without S3_PUBLIC_URL);
-   * the region it names; how long an untouched multipart upload is kept. */
-  s3: { port: number; domain: string; publicUrl: string | null; region: string; multipartMaxAgeMs: number };
+   * the region it names; how long an untouched multipart upload is kept; whether object answers
+   * carry the CID as user metadata (`x-amz-meta-cid`, as Filebase does) beside `x-ipfs-path`. */
+  s3: { port: number; domain: string; publicUrl: string | null; region: string; multipartMaxAgeMs: number; metaCid: boolean };
   images: { cacheDir: string; cacheBytes: number; maxSourceBytes: number; maxPixels: number; concurrency: number; queue: number };
   masterKey: Buffer;
   plans: Plans;
@@ -89,6 +90,10 @@ const envSchema = z.object({
     .regex(/^[a-z0-9-]{1,32}$/, 'must look like us-east-1')
     .default(C.DEFAULT_S3_REGION),
   S3_MULTIPART_MAX_AGE: duration.prefault(C.DEFAULT_S3_MULTIPART_MAX_AGE),
+  S3_META_CID: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   DATA_DIR: z.string().min(1).default(C.DEFAULT_DATA_DIR),
   MONGODB_URI: z
     .string()
@@ -246,6 +251,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       domain: e.S3_DOMAIN ?? (e.S3_PUBLIC_URL ? new URL(e.S3_PUBLIC_URL).hostname : C.DEFAULT_S3_DOMAIN),
       region: e.S3_REGION,
       multipartMaxAgeMs: Math.max(60_000, e.S3_MULTIPART_MAX_AGE),
+      metaCid: e.S3_META_CID,
     },
     images: {
       cacheDir: path.join(dataDir, 'image-cache'),

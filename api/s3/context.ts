@@ -50,7 +50,7 @@ export const isoDate = (ms: number) => new Date(ms).toISOString();
 export const quoted = (etag: string) => `"${etag}"`;
 
 /** The headers of an object, as GetObject, HeadObject and PutObject carry them. */
-export function objectHeaders(object: ObjectRecord, withChecksums: boolean): Record<string, string> {
+export function objectHeaders(ctx: S3Context, object: ObjectRecord, withChecksums: boolean): Record<string, string> {
   const headers: Record<string, string> = {
     etag: quoted(object.etag),
     'last-modified': new Date(object.lastModified).toUTCString(),
@@ -65,10 +65,20 @@ export function objectHeaders(object: ObjectRecord, withChecksums: boolean): Rec
   if (expires) headers.expires = expires;
   for (const [name, value] of Object.entries(JSON.parse(object.meta) as Record<string, string>)) headers[`x-amz-meta-${name}`] = value;
   // The service's own, after the user's: a user's `x-amz-meta-cid` cannot hide the real one.
-  headers['x-amz-meta-cid'] = object.cid;
+  Object.assign(headers, cidHeaders(ctx, object.cid));
   if (object.parts) headers['x-amz-mp-parts-count'] = String(object.parts);
   if (withChecksums) Object.assign(headers, checksumHeaders(object.checksums));
   return headers;
+}
+
+/**
+ * Where an object's content is on IPFS: `x-ipfs-path` always (the header IPFS gateways answer
+ * with, which browser extensions look for), and `x-amz-meta-cid` unless S3_META_CID=false (the
+ * service's contract, and Filebase's: S3 tools read the CID as user metadata; without it, user
+ * metadata comes back exactly as written).
+ */
+export function cidHeaders(ctx: S3Context, cid: string): Record<string, string> {
+  return { 'x-ipfs-path': `/ipfs/${cid}`, ...(ctx.deps.config.s3.metaCid ? { 'x-amz-meta-cid': cid } : {}) };
 }
 
 /** Each checksum's `x-amz-checksum-<name>`, and S3's `x-amz-checksum-type` of the object's. */

@@ -14,7 +14,7 @@ import type { ObjectChecksums } from '../../infra/db/objects.js';
 import { abortMultipart, completeUpload, createUpload, listParts, uploadPart, type ListedPart } from '../usecases/s3/multipart.js';
 import { readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
-import { checksumHeaders, isoDate, objectDetailsOf, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
+import { checksumHeaders, cidHeaders, isoDate, objectDetailsOf, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
 import { objectBody } from './objects.js';
 import { parseXml } from './xml.js';
@@ -121,7 +121,7 @@ export async function completeMultipartHandler(ctx: S3Context, bucket: string, k
       ETag: quoted(result.etag),
       ...Object.fromEntries(checksums),
     },
-    { 'x-amz-meta-cid': result.cid },
+    cidHeaders(ctx, result.cid),
   );
 }
 

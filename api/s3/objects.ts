@@ -5,7 +5,17 @@ import { pipeline } from 'node:stream/promises';
 import { copyObject, deleteObject, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
-import { checksumHeaders, isoDate, objectDetailsOf, objectHeaders, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
+import {
+  checksumHeaders,
+  cidHeaders,
+  isoDate,
+  objectDetailsOf,
+  objectHeaders,
+  quoted,
+  sendEmpty,
+  sendXml,
+  type S3Context,
+} from './context.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';
 import { parseXml } from './xml.js';
@@ -44,7 +54,7 @@ export async function putObjectHandler(ctx: S3Context, bucket: string, key: stri
     if (existing) throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
   }
   const object = await putObject(ctx.deps, ctx.caller, bucket, key, objectBody(ctx), objectDetailsOf(ctx.req));
-  sendEmpty(ctx, 200, { etag: quoted(object.etag), 'x-amz-meta-cid': object.cid, ...checksumHeaders(object.checksums) });
+  sendEmpty(ctx, 200, { etag: quoted(object.etag), ...cidHeaders(ctx, object.cid), ...checksumHeaders(object.checksums) });
 }
 
 /** A byte range asked for: undefined for the whole object (absent or not a single range, which S3 ignores). */
@@ -117,7 +127,7 @@ const OVERRIDES = ['content-type', 'content-language', 'expires', 'cache-control
 
 export async function getObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   const object = await getObject(ctx.deps, ctx.caller, bucket, key);
-  const headers = objectHeaders(object, String(ctx.req.headers['x-amz-checksum-mode'] ?? '').toUpperCase() === 'ENABLED');
+  const headers = objectHeaders(ctx, object, String(ctx.req.headers['x-amz-checksum-mode'] ?? '').toUpperCase() === 'ENABLED');
   for (const name of OVERRIDES) {
     const value = ctx.query.get(`response-${name}`);
     if (value !== null) headers[name] = value;
@@ -251,6 +261,6 @@ export async function copyObjectHandler(ctx: S3Context, bucket: string, key: str
     200,
     'CopyObjectResult',
     { LastModified: isoDate(object.lastModified), ETag: quoted(object.etag) },
-    { 'x-amz-meta-cid': object.cid },
+    cidHeaders(ctx, object.cid),
   );
 }
