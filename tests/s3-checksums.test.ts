@@ -7,8 +7,8 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   CompleteMultipartUploadCommand,
-  CreateBucketCommand,
   CreateMultipartUploadCommand,
+  GetObjectAttributesCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListPartsCommand,
@@ -16,36 +16,15 @@ import {
   UploadPartCommand,
   type ChecksumAlgorithm,
   type ChecksumType,
-  type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { Crc32 } from '@aws-crypto/crc32';
 import { Crc32c } from '@aws-crypto/crc32c';
 import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
-import type { ApiServer } from '../api/server.js';
 import { MiB } from './support/content.js';
-import { bucketName, s3Client, s3Failure } from './support/s3.js';
-import { createUser, startTestApi, type TestUser } from './support/stack.js';
-import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { s3Failure, s3Suite } from './support/s3.js';
 
-const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
-let api: ApiServer;
-let worker: WorkerProcess;
-let alice: TestUser;
-let s3: S3Client;
-let bucket: string;
-
-beforeAll(async () => {
-  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
-  alice = await createUser(api, 'bodhi');
-  s3 = s3Client(api, alice);
-  bucket = bucketName('cksum');
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-}, 60_000);
-afterAll(async () => {
-  s3?.destroy();
-  await Promise.all([api?.close(), worker?.kill()]);
-});
+const t = s3Suite('cksum');
 
 type Algorithm = 'CRC32' | 'CRC32C' | 'CRC64NVME' | 'SHA1' | 'SHA256';
 /** The raw digest of `data`, computed here (the SDK's CRC classes, Node's hashes). */
@@ -63,7 +42,7 @@ async function digest(algorithm: Algorithm, data: Uint8Array): Promise<Buffer> {
 }
 const field = (algorithm: Algorithm) => `Checksum${algorithm}` as const;
 const readBack = async (key: string) => {
-  const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
+  const got = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: key, ChecksumMode: 'ENABLED' }));
   return { got, body: Buffer.from(await got.Body!.transformToByteArray()) };
 };
 
@@ -76,28 +55,36 @@ test.each(['CRC32', 'CRC32C', 'CRC64NVME', 'SHA1', 'SHA256'] as const)(
       ['put-header', data],
       ['put-trailer', Readable.from([data.subarray(0, 100_000), data.subarray(100_000)])],
     ] as const) {
-      const put = await s3.send(
-        new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: data.length, ChecksumAlgorithm: algorithm }),
+      const put = await t.s3.send(
+        new PutObjectCommand({ Bucket: t.bucket, Key: key, Body: body, ContentLength: data.length, ChecksumAlgorithm: algorithm }),
       );
       expect(put[field(algorithm)]).toBe(expected);
-      const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
+      const head = await t.s3.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key, ChecksumMode: 'ENABLED' }));
       expect(head[field(algorithm)]).toBe(expected);
       expect(head.ChecksumType).toBe('FULL_OBJECT');
       const { got, body: back } = await readBack(key);
       expect(got[field(algorithm)]).toBe(expected);
       expect(back.equals(data)).toBe(true);
+      const attributes = await t.s3.send(
+        new GetObjectAttributesCommand({ Bucket: t.bucket, Key: key, ObjectAttributes: ['Checksum', 'ObjectSize'] }),
+      );
+      expect(attributes).toMatchObject({
+        Checksum: { [field(algorithm)]: expected, ChecksumType: 'FULL_OBJECT' },
+        ObjectSize: data.length,
+      });
+      expect(attributes.ETag).toBeUndefined(); // only what was asked
     }
     // A value of other bytes is BadDigest, named as S3 names it, and nothing is stored.
     const other = (await digest(algorithm, Buffer.from('other bytes'))).toString('base64');
     const refused = await s3Failure(
-      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'put-bad', Body: data, [field(algorithm)]: other })),
+      t.s3.send(new PutObjectCommand({ Bucket: t.bucket, Key: 'put-bad', Body: data, [field(algorithm)]: other })),
     );
     expect(refused).toMatchObject({
       code: 'BadDigest',
       status: 400,
       message: `The ${algorithm} you specified did not match the calculated checksum.`,
     });
-    expect(await api.deps.db.objects.get(bucket, 'put-bad')).toBeNull();
+    expect(await t.api.deps.db.objects.get(t.bucket, 'put-bad')).toBeNull();
   },
 );
 
@@ -124,26 +111,41 @@ test.each([
   async (algorithm, asked, type) => {
     const key = `mpu-${algorithm}-${type}`;
     const upload = new Upload({
-      client: s3,
-      params: { Bucket: bucket, Key: key, Body: whole, ChecksumAlgorithm: algorithm as ChecksumAlgorithm, ChecksumType: asked },
+      client: t.s3,
+      params: { Bucket: t.bucket, Key: key, Body: whole, ChecksumAlgorithm: algorithm as ChecksumAlgorithm, ChecksumType: asked },
       partSize: 5 * MiB,
     });
     const done = await upload.done();
     const expected = await multipartChecksum(algorithm, type);
     expect(done).toMatchObject({ [field(algorithm)]: expected, ChecksumType: type });
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
+    const head = await t.s3.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key, ChecksumMode: 'ENABLED' }));
     expect(head).toMatchObject({ [field(algorithm)]: expected, ChecksumType: type, ContentLength: whole.length });
     // The SDK checks a full-object checksum against the bytes it reads (a wrong one throws).
     const { got, body } = await readBack(key);
     expect(got[field(algorithm)]).toBe(expected);
     expect(body.equals(whole)).toBe(true);
+    // GetObjectAttributes: the checksum without its -<parts>, the parts' count, the size.
+    const attributes = await t.s3.send(
+      new GetObjectAttributesCommand({
+        Bucket: t.bucket,
+        Key: key,
+        ObjectAttributes: ['ETag', 'Checksum', 'ObjectParts', 'StorageClass', 'ObjectSize'],
+      }),
+    );
+    expect(attributes).toMatchObject({
+      ETag: done.ETag!.replace(/"/g, ''),
+      Checksum: { [field(algorithm)]: expected.replace(/-3$/, ''), ChecksumType: type },
+      ObjectParts: { TotalPartsCount: 3 },
+      StorageClass: 'STANDARD',
+      ObjectSize: whole.length,
+    });
   },
   120_000,
 );
 
 test('multipart checksum rules: the types S3 allows, parts carry the upload’s algorithm, a part’s or the object’s checksum that differs is refused and nothing completes', async () => {
   const create = (algorithm: Algorithm, type?: ChecksumType) =>
-    s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'rules', ChecksumAlgorithm: algorithm, ChecksumType: type }));
+    t.s3.send(new CreateMultipartUploadCommand({ Bucket: t.bucket, Key: 'rules', ChecksumAlgorithm: algorithm, ChecksumType: type }));
   expect(await s3Failure(create('CRC64NVME', 'COMPOSITE'))).toMatchObject({
     code: 'InvalidRequest',
     message: 'The COMPOSITE checksum type cannot be used with the crc64nvme checksum algorithm.',
@@ -155,9 +157,9 @@ test('multipart checksum rules: the types S3 allows, parts carry the upload’s 
 
   const { UploadId } = await create('CRC32C', 'FULL_OBJECT');
   const part = (n: number, extra: object = {}) =>
-    s3.send(
+    t.s3.send(
       new UploadPartCommand({
-        Bucket: bucket,
+        Bucket: t.bucket,
         Key: 'rules',
         UploadId,
         PartNumber: n,
@@ -175,9 +177,9 @@ test('multipart checksum rules: the types S3 allows, parts carry the upload’s 
   const listed = answered.map((p, i) => ({ PartNumber: i + 1, ETag: p.ETag, ChecksumCRC32C: p.ChecksumCRC32C }));
   expect(listed[0]!.ChecksumCRC32C).toBe((await digest('CRC32C', parts[0]!)).toString('base64'));
   const complete = (list: typeof listed, extra: object = {}) =>
-    s3.send(
+    t.s3.send(
       new CompleteMultipartUploadCommand({
-        Bucket: bucket,
+        Bucket: t.bucket,
         Key: 'rules',
         UploadId,
         MultipartUpload: { Parts: list },
@@ -196,10 +198,10 @@ test('multipart checksum rules: the types S3 allows, parts carry the upload’s 
   // Another checksum type than the upload's: InvalidRequest.
   expect(await s3Failure(complete(listed, { ChecksumType: 'COMPOSITE' }))).toMatchObject({ code: 'InvalidRequest' });
   // Nothing completed: the parts are listed with their checksums, under the upload's algorithm and type.
-  const open = await s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'rules', UploadId }));
+  const open = await t.s3.send(new ListPartsCommand({ Bucket: t.bucket, Key: 'rules', UploadId }));
   expect(open).toMatchObject({ ChecksumAlgorithm: 'CRC32C', ChecksumType: 'FULL_OBJECT' });
   expect(open.Parts!.map((p) => p.ChecksumCRC32C)).toEqual(listed.map((p) => p.ChecksumCRC32C));
-  expect(await api.deps.db.objects.get(bucket, 'rules')).toBeNull();
+  expect(await t.api.deps.db.objects.get(t.bucket, 'rules')).toBeNull();
   // With the object's own checksum it completes.
   const expected = await multipartChecksum('CRC32C', 'FULL_OBJECT');
   const done = await complete(listed, { ChecksumCRC32C: expected });

@@ -15,37 +15,17 @@ import {
   ListMultipartUploadsCommand,
   ListPartsCommand,
   UploadPartCommand,
-  type S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { ApiServer } from '../api/server.js';
 import { cleanAbandonedUploads } from '../api/usecases/s3/multipart.js';
 import { bytes, collect, kuboCid, MiB } from './support/content.js';
-import { bucketName, s3Client, s3Failure } from './support/s3.js';
-import { createUser, startTestApi, type TestUser } from './support/stack.js';
-import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { bucketName, s3Failure, s3Suite } from './support/s3.js';
+import { eventually, startWorkerProcess } from './support/worker.js';
 
-const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
-let api: ApiServer;
-let worker: WorkerProcess;
-let alice: TestUser;
-let s3: S3Client;
-let bucket: string;
-
-beforeAll(async () => {
-  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
-  alice = await createUser(api, 'bodhi');
-  s3 = s3Client(api, alice);
-  bucket = bucketName('mpu');
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-}, 60_000);
-afterAll(async () => {
-  s3?.destroy();
-  await Promise.all([api?.close(), worker?.kill()]);
-});
+const t = s3Suite('mpu');
 
 const md5 = (data: Buffer) => crypto.createHash('md5').update(data).digest();
-const used = () => api.deps.db.usage.used(alice.userId);
+const used = () => t.api.deps.db.usage.used(t.user.userId);
 /** The CID Kubo gives the parts' bytes added at once (its profile). */
 const wholeCid = (parts: Buffer[]) =>
   kuboCid(async function* () {
@@ -59,10 +39,10 @@ const s3Etag = (parts: Buffer[]) =>
 
 /** Uploads `parts` by hand; returns the upload ID and the listed parts. */
 async function uploadParts(key: string, parts: Buffer[]) {
-  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'application/x-test' }));
+  const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket: t.bucket, Key: key, ContentType: 'application/x-test' }));
   const listed = [];
   for (const [i, body] of parts.entries()) {
-    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: body }));
+    const { ETag } = await t.s3.send(new UploadPartCommand({ Bucket: t.bucket, Key: key, UploadId, PartNumber: i + 1, Body: body }));
     listed.push({ PartNumber: i + 1, ETag });
   }
   return { UploadId: UploadId!, listed };
@@ -72,28 +52,28 @@ test('lib-storage Upload of 100 MiB in 8 MiB parts: the CID of the whole bytes, 
   const size = 100 * MiB;
   const before = await used();
   const upload = new Upload({
-    client: s3,
-    params: { Bucket: bucket, Key: 'big/100mib.bin', Body: Readable.from(bytes(size, 'mpu-100')) },
+    client: t.s3,
+    params: { Bucket: t.bucket, Key: 'big/100mib.bin', Body: Readable.from(bytes(size, 'mpu-100')) },
     partSize: 8 * MiB,
     queueSize: 4,
   });
   const done = await upload.done();
   const whole = await kuboCid(() => bytes(size, 'mpu-100'));
-  const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'big/100mib.bin' }));
+  const head = await t.s3.send(new HeadObjectCommand({ Bucket: t.bucket, Key: 'big/100mib.bin' }));
   expect(head.Metadata!.cid).toBe(whole);
   expect(head.ContentLength).toBe(size);
   expect(done.ETag).toMatch(/^"[0-9a-f]{32}-13"$/);
   expect(head.ETag).toBe(done.ETag);
-  const stored = await api.deps.db.objects.get(bucket, 'big/100mib.bin');
+  const stored = await t.api.deps.db.objects.get(t.bucket, 'big/100mib.bin');
   expect(stored).toMatchObject({ cid: whole, size, parts: 13 });
   // The parts' reservations became the object's hold: counted once, exactly.
   expect(await used()).toBe(before + size);
-  const tail = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'big/100mib.bin', Range: `bytes=${size - MiB}-` }));
+  const tail = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'big/100mib.bin', Range: `bytes=${size - MiB}-` }));
   const expected = (await collect(bytes(size, 'mpu-100'))).subarray(size - MiB);
   expect(Buffer.from(await tail.Body!.transformToByteArray()).equals(expected)).toBe(true);
   // The parts are gone once the object is pinned.
   await eventually(
-    () => api.deps.db.multipart.parts.countDocuments({ uploadId: stored!.uploadId }).exec(),
+    () => t.api.deps.db.multipart.parts.countDocuments({ uploadId: stored!.uploadId }).exec(),
     (n) => n === 0,
     60_000,
     'parts dropped',
@@ -103,15 +83,15 @@ test('lib-storage Upload of 100 MiB in 8 MiB parts: the CID of the whole bytes, 
 test('parts that are not whole MiB are re-chunked: the same CID as the whole bytes', async () => {
   const parts = [crypto.randomBytes(5 * MiB + 7), crypto.randomBytes(5 * MiB), crypto.randomBytes(1)];
   const { UploadId, listed } = await uploadParts('odd.bin', parts);
-  const done = await s3.send(
-    new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'odd.bin', UploadId, MultipartUpload: { Parts: listed } }),
+  const done = await t.s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'odd.bin', UploadId, MultipartUpload: { Parts: listed } }),
   );
   expect(done.ETag).toBe(s3Etag(parts));
   const whole = await wholeCid(parts);
-  expect((await api.deps.db.objects.get(bucket, 'odd.bin'))!.cid).toBe(whole);
+  expect((await t.api.deps.db.objects.get(t.bucket, 'odd.bin'))!.cid).toBe(whole);
   // A retried completion answers the same.
-  const again = await s3.send(
-    new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'odd.bin', UploadId, MultipartUpload: { Parts: listed } }),
+  const again = await t.s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'odd.bin', UploadId, MultipartUpload: { Parts: listed } }),
   );
   expect(again.ETag).toBe(done.ETag);
 }, 120_000);
@@ -122,50 +102,50 @@ test('part rules: EntityTooSmall at completion, InvalidPart, InvalidPartOrder; L
   const { UploadId, listed } = await uploadParts('rules.bin', parts);
   expect(await used()).toBe(before + 3 * MiB + 3000); // parts are reserved as they come
   const complete = (Parts: typeof listed) =>
-    s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'rules.bin', UploadId, MultipartUpload: { Parts } }));
+    t.s3.send(new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'rules.bin', UploadId, MultipartUpload: { Parts } }));
   expect(await s3Failure(complete(listed))).toMatchObject({ code: 'EntityTooSmall', status: 400 });
   expect(await s3Failure(complete([{ PartNumber: 1, ETag: '"0123"' }]))).toMatchObject({ code: 'InvalidPart', status: 400 });
   expect(await s3Failure(complete([listed[1]!, listed[0]!]))).toMatchObject({ code: 'InvalidPartOrder', status: 400 });
-  const page1 = await s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'rules.bin', UploadId, MaxParts: 2 }));
+  const page1 = await t.s3.send(new ListPartsCommand({ Bucket: t.bucket, Key: 'rules.bin', UploadId, MaxParts: 2 }));
   expect(page1.Parts!.map((p) => [p.PartNumber, p.Size])).toEqual([
     [1, MiB],
     [2, 2 * MiB],
   ]);
   expect(page1.IsTruncated).toBe(true);
-  const page2 = await s3.send(
-    new ListPartsCommand({ Bucket: bucket, Key: 'rules.bin', UploadId, PartNumberMarker: page1.NextPartNumberMarker }),
+  const page2 = await t.s3.send(
+    new ListPartsCommand({ Bucket: t.bucket, Key: 'rules.bin', UploadId, PartNumberMarker: page1.NextPartNumberMarker }),
   );
   expect(page2.Parts!.map((p) => p.PartNumber)).toEqual([3]);
-  const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+  const uploads = await t.s3.send(new ListMultipartUploadsCommand({ Bucket: t.bucket }));
   expect(uploads.Uploads!.map((u) => u.UploadId)).toContain(UploadId);
-  await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: 'rules.bin', UploadId }));
+  await t.s3.send(new AbortMultipartUploadCommand({ Bucket: t.bucket, Key: 'rules.bin', UploadId }));
   expect(await used()).toBe(before);
-  expect(await s3Failure(s3.send(new ListPartsCommand({ Bucket: bucket, Key: 'rules.bin', UploadId })))).toMatchObject({
+  expect(await s3Failure(t.s3.send(new ListPartsCommand({ Bucket: t.bucket, Key: 'rules.bin', UploadId })))).toMatchObject({
     code: 'NoSuchUpload',
     status: 404,
   });
-  expect(await api.deps.db.multipart.parts.countDocuments({ uploadId: UploadId }).exec()).toBe(0);
+  expect(await t.api.deps.db.multipart.parts.countDocuments({ uploadId: UploadId }).exec()).toBe(0);
 });
 
 test('a worker killed during a completion: the next one completes it, the object is recorded and counted once', async () => {
   const parts = Array.from({ length: 4 }, () => crypto.randomBytes(5 * MiB));
   const { UploadId, listed } = await uploadParts('killed.bin', parts);
   const before = await used();
-  await worker.kill('SIGKILL');
-  const completing = s3.send(
-    new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'killed.bin', UploadId, MultipartUpload: { Parts: listed } }),
+  await t.worker.kill('SIGKILL');
+  const completing = t.s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'killed.bin', UploadId, MultipartUpload: { Parts: listed } }),
   );
   // The job is started and waits for a worker; the upload is `completing` meanwhile.
   await eventually(
-    () => api.deps.db.multipart.get(UploadId),
+    () => t.api.deps.db.multipart.get(UploadId),
     (u) => u?.state === 'completing',
     30_000,
     'completing',
   );
-  worker = await startWorkerProcess(env);
+  t.worker = await startWorkerProcess(t.env);
   const done = await completing;
   expect(done.ETag).toBe(s3Etag(parts));
-  const object = await api.deps.db.objects.get(bucket, 'killed.bin');
+  const object = await t.api.deps.db.objects.get(t.bucket, 'killed.bin');
   expect(object!.cid).toBe(await wholeCid(parts));
   expect(await used()).toBe(before); // the reservation became the hold, no more
 }, 120_000);
@@ -174,15 +154,15 @@ test('abandoned uploads are aborted by the cleanup; deleting a bucket aborts its
   const before = await used();
   const { UploadId } = await uploadParts('abandoned.bin', [crypto.randomBytes(1000)]);
   expect(await used()).toBe(before + 1000);
-  expect(await cleanAbandonedUploads(api.deps, 0)).toBeGreaterThanOrEqual(1);
-  expect(await api.deps.db.multipart.get(UploadId)).toBeNull();
+  expect(await cleanAbandonedUploads(t.api.deps, 0)).toBeGreaterThanOrEqual(1);
+  expect(await t.api.deps.db.multipart.get(UploadId)).toBeNull();
   expect(await used()).toBe(before);
 
   const other = bucketName('mpu-del');
-  await s3.send(new CreateBucketCommand({ Bucket: other }));
-  const { UploadId: open } = await s3.send(new CreateMultipartUploadCommand({ Bucket: other, Key: 'x' }));
-  await s3.send(new UploadPartCommand({ Bucket: other, Key: 'x', UploadId: open, PartNumber: 1, Body: 'part' }));
-  await s3.send(new DeleteBucketCommand({ Bucket: other }));
-  expect(await api.deps.db.multipart.get(open!)).toBeNull();
+  await t.s3.send(new CreateBucketCommand({ Bucket: other }));
+  const { UploadId: open } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket: other, Key: 'x' }));
+  await t.s3.send(new UploadPartCommand({ Bucket: other, Key: 'x', UploadId: open, PartNumber: 1, Body: 'part' }));
+  await t.s3.send(new DeleteBucketCommand({ Bucket: other }));
+  expect(await t.api.deps.db.multipart.get(open!)).toBeNull();
   expect(await used()).toBe(before);
 });

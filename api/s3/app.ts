@@ -10,6 +10,7 @@ import { unseal } from '../../infra/secrets.js';
 import { countRequest } from '../usecases/access.js';
 import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration } from '../usecases/cors.js';
 import type { Caller } from '../usecases/deps.js';
+import { getObjectAttributesHandler } from './attributes.js';
 import { authenticate } from './auth.js';
 import * as buckets from './buckets.js';
 import type { S3Context, S3Deps } from './context.js';
@@ -96,7 +97,8 @@ function route(method: string, q: URLSearchParams, bucket: string | null, key: s
     case 'GET':
       if (q.has('uploadId')) return on(multipart.listPartsHandler);
       if (q.has('acl')) return on(buckets.getAcl);
-      if (q.has('tagging') || q.has('retention') || q.has('legal-hold') || q.has('attributes')) return on(notImplemented);
+      if (q.has('attributes')) return on(getObjectAttributesHandler);
+      if (q.has('tagging') || q.has('retention') || q.has('legal-hold')) return on(notImplemented);
       return on(objects.getObjectHandler);
     case 'HEAD':
       return on(objects.getObjectHandler);
