@@ -5,7 +5,7 @@ import { multiaddr } from '@multiformats/multiaddr';
 import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
 import { userOfContentKey } from '../infra/db/by-id.js';
 import { pinJobInput } from '../infra/db/pins.js';
-import { announceHoldChange } from '../infra/hold-sync.js';
+import { announceHoldChange, pinnedPeers } from '../infra/hold-sync.js';
 import { contentSize as kuboContentSize } from '../infra/kubo.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from '../infra/hold-sync.js';
@@ -63,9 +63,8 @@ export function createPinActivities(deps: ActivityDeps) {
 
   /** Cluster's view: pinned, or the statuses it reports (and recovers a pin in error). */
   async function clusterStatus(cid: string, recover: boolean): Promise<{ pinned: boolean; status: string; error: boolean }> {
-    const info = await cluster.status(cid, { signal: AbortSignal.timeout(10_000) });
-    const statuses = Object.values(info.peer_map ?? {}).map((p) => p.status);
-    const pinned = statuses.filter((s) => s === 'pinned').length >= needed;
+    const { pinned: peers, statuses } = await pinnedPeers(cluster, cid);
+    const pinned = peers >= needed;
     const error = statuses.includes('pin_error');
     if (!pinned && error && recover) await cluster.recover(cid);
     return { pinned, status: statuses.join(', ') || 'no peers', error };

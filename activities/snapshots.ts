@@ -15,7 +15,7 @@ import { listTree } from '../infra/db/folder-tree.js';
 import { snapshotKey } from '../infra/db/snapshots.js';
 import { parseCid, storedCid } from '../infra/cid.js';
 import { PIN_POLL_MS, SNAPSHOT_ROOT_READS } from '../infra/constants.js';
-import { announceHoldChange } from '../infra/hold-sync.js';
+import { announceHoldChange, pinnedPeers } from '../infra/hold-sync.js';
 import { importCarStream } from '../infra/kubo.js';
 import { buildTree, cumulativeSize, type Block } from '../infra/unixfs.js';
 import { LINKED_SIGNAL, snapshotJob, type SnapshotInput, type SnapshotProgress } from '../infra/temporal/contracts/snapshots.js';
@@ -115,9 +115,8 @@ export function createSnapshotActivities(deps: ActivityDeps) {
       for (let wait = 50; ; wait = Math.min(wait * 2, PIN_POLL_MS)) {
         let status = 'not yet known';
         try {
-          const info = await cluster.status(input.cid, { signal: AbortSignal.timeout(10_000) });
-          const statuses = Object.values(info.peer_map ?? {}).map((p) => p.status);
-          if (statuses.filter((s) => s === 'pinned').length >= needed) return;
+          const { pinned, statuses } = await pinnedPeers(cluster, input.cid);
+          if (pinned >= needed) return;
           status = statuses.join(', ');
         } catch (err) {
           status = `cluster unreachable (${(err as Error).message})`;

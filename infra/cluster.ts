@@ -45,6 +45,8 @@ export interface PinOptions {
   replicationMax?: number;
   /** Multiaddresses of peers that have the content: Cluster's peers dial them before fetching. */
   origins?: string[];
+  /** Cluster peer IDs to allocate the pin to first (Cluster's user allocations). */
+  allocations?: string[];
   metadata?: Record<string, string>;
 }
 
@@ -112,6 +114,7 @@ export function createClusterClient(apiUrl: string): ClusterClient {
       if (options.replicationMin !== undefined) query.set('replication-min', String(options.replicationMin));
       if (options.replicationMax !== undefined) query.set('replication-max', String(options.replicationMax));
       if (options.origins?.length) query.set('origins', options.origins.join(','));
+      if (options.allocations?.length) query.set('user-allocations', options.allocations.join(','));
       for (const [k, v] of Object.entries(options.metadata ?? {})) query.set(`meta-${k}`, v);
       await request('POST', `/pins/${cid}?${query}`);
     },

@@ -18,8 +18,10 @@ export interface Config {
   dataDir: string;
   mongodbUri: string;
   temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string };
-  /** `gatewayUrl`: Kubo's own HTTP gateway, which the service's gateway reads from (never exposed). */
-  kubo: { apiUrl: string; gatewayUrl: string };
+  /** `gatewayUrl`: Kubo's own HTTP gateway, which the service's gateway reads from (never exposed);
+   * `peerGatewayUrls`: the other Cluster peers' Kubo gateways, read in turn when this one does not
+   * have the content (it is allocated elsewhere) or is down. */
+  kubo: { apiUrl: string; gatewayUrl: string; peerGatewayUrls: string[] };
   cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
   /** `delegates`: multiaddrs (each ending in /p2p/<peer>) given to pinning clients; empty: Kubo's own. */
   pins: { timeoutMs: number; delegates: string[] };
@@ -108,6 +110,16 @@ const envSchema = z.object({
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
   KUBO_GATEWAY_URL: url.optional(),
+  KUBO_PEER_GATEWAY_URLS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((a) => a.trim().replace(/\/+$/, ''))
+        .filter(Boolean),
+    )
+    .pipe(z.array(url).max(100))
+    .optional(),
   CLUSTER_API_URL: url.optional(),
   MASTER_KEY: z.string().optional(),
   PLANS_FILE: z.string().min(1).default(path.join(projectRoot, 'infra/plans/variant-a.json')),
@@ -238,7 +250,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       ...(e.WORKFLOW_BUNDLE ? { workflowBundle: path.resolve(e.WORKFLOW_BUNDLE) } : {}),
     },
-    kubo: { apiUrl: kuboApiUrl, gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl) },
+    kubo: {
+      apiUrl: kuboApiUrl,
+      gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl),
+      peerGatewayUrls: e.KUBO_PEER_GATEWAY_URLS ?? [],
+    },
     cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
     pins: { timeoutMs: e.PIN_TIMEOUT, delegates: e.PIN_DELEGATES ?? [] },
     ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },

@@ -13,6 +13,7 @@
 // - Anything else (a removal, or an added record when Cluster fails) signals the content's
 //   sync workflow (infra/temporal/contracts/holds.ts), as before.
 import type { ClusterClient } from './cluster.js';
+import { REPLICATION_WAIT_MS } from './constants.js';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import { requestSync, type HolderRef } from './temporal/contracts/holds.js';
@@ -21,17 +22,62 @@ import type { Jobs } from './temporal/jobs.js';
 /** Cluster pins made by this service carry this metadata, so the sweep never touches others'. */
 export const PIN_METADATA = { service: 'stupa' };
 
-export type ClusterPinner = (cid: string, origins: string[]) => Promise<void>;
+/** `here`: the content was just added through this process's Kubo, the one its Cluster peer
+ * drives: with replication factors, that peer is allocated first (it has the blocks already),
+ * and the other peers fetch from it. */
+export type ClusterPinner = (cid: string, origins: string[], options?: { here?: boolean }) => Promise<void>;
+
+/** Each Cluster REST API's own peer ID, asked once (again after a failure). */
+const peerIds = new WeakMap<ClusterClient, Promise<string>>();
+function ownPeerId(cluster: ClusterClient): Promise<string> {
+  let id = peerIds.get(cluster);
+  if (!id) {
+    id = cluster.id().then((peer) => peer.id);
+    id.catch(() => peerIds.delete(cluster));
+    peerIds.set(cluster, id);
+  }
+  return id;
+}
 
 /** Pins in Cluster as this service does: its replication factors and its metadata. */
 export function createClusterPinner({ cluster, config }: { cluster: ClusterClient; config: Pick<Config, 'cluster'> }): ClusterPinner {
-  return (cid, origins) =>
+  const { replicationMin, replicationMax } = config.cluster;
+  // -1/-1 pins on every peer: there is nothing to choose.
+  const everywhere = replicationMin === -1 && replicationMax === -1;
+  return async (cid, origins, options = {}) =>
     cluster.pin(cid, {
-      replicationMin: config.cluster.replicationMin,
-      replicationMax: config.cluster.replicationMax,
+      replicationMin,
+      replicationMax,
       origins,
       metadata: PIN_METADATA,
+      ...(options.here && !everywhere ? { allocations: [await ownPeerId(cluster)] } : {}),
     });
+}
+
+/** How many peers Cluster reports the content pinned on, and every peer's status. */
+export async function pinnedPeers(
+  cluster: ClusterClient,
+  cid: string,
+  signal?: AbortSignal,
+): Promise<{ pinned: number; statuses: string[] }> {
+  const info = await cluster.status(cid, { signal: signal ?? AbortSignal.timeout(10_000) });
+  const statuses = Object.values(info.peer_map ?? {}).map((p) => p.status);
+  return { pinned: statuses.filter((s) => s === 'pinned').length, statuses };
+}
+
+/**
+ * Waits until `needed` peers report the content pinned, up to REPLICATION_WAIT_MS; true when
+ * they do. Polled from 20 ms up, doubling to 250 ms: a replica on a peer of the same network
+ * took about 60 ms (measured on loopback).
+ */
+async function awaitReplicas(cluster: ClusterClient, cid: string, needed: number): Promise<boolean> {
+  const until = Date.now() + REPLICATION_WAIT_MS;
+  for (let wait = 20; ; wait = Math.min(wait * 2, 250)) {
+    const { pinned, statuses } = await pinnedPeers(cluster, cid).catch(() => ({ pinned: 0, statuses: [] as string[] }));
+    if (pinned >= needed) return true;
+    if (statuses.includes('pin_error') || Date.now() + wait > until) return false;
+    await new Promise((r) => setTimeout(r, wait));
+  }
 }
 
 export interface HoldSyncDeps {
@@ -72,11 +118,15 @@ export async function announceHoldChange(
 async function pinAdded(deps: HoldSyncDeps, pin: ClusterPinner, multihash: string, cid: string, added: HolderRef): Promise<boolean> {
   let held;
   try {
-    await pin(cid, []);
+    await pin(cid, [], { here: true });
     held = await deps.db.holds.holds(added);
   } catch {
     return false;
   }
+  // Answered once the replication minimum holds it (a single peer: at once, it added the
+  // content), or REPLICATION_WAIT_MS has passed: Cluster goes on replicating either way.
+  const needed = deps.config!.cluster.replicationMin;
+  if (held && needed > 1) await awaitReplicas(deps.cluster!, cid, needed);
   // Temporal unreachable: the logged change is the sweep's (as in announceHoldChange).
   if (!held) await requestSync(deps.jobs, multihash, cid).catch(() => undefined);
   // A kind with origins (none today: pin requests pin through their own workflow) gets them.

@@ -33,22 +33,43 @@ export interface KuboGateway {
   close(): void;
 }
 
-export function createKuboGateway(baseUrl: string): KuboGateway {
-  const base = new URL(baseUrl);
+/** Answers that another peer's gateway may not give: Kubo with `Gateway.NoFetch` answers 404
+ * for content it does not have, and 5xx when it cannot read it. */
+const TRY_NEXT = new Set([404, 500, 502, 503, 504]);
+
+/**
+ * Reads through `baseUrl`, and with several Cluster peers through `peerUrls` in turn when an
+ * answer may come from another peer (its own does not have the content, because the pin is
+ * allocated elsewhere, or is down). A path that is missing everywhere costs one small request
+ * per peer before its 404.
+ */
+export function createKuboGateway(baseUrl: string, peerUrls: string[] = []): KuboGateway {
+  const bases = [baseUrl, ...peerUrls].map((u) => new URL(u));
   // Connections are kept and reused: a gateway answers many small reads.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const one = (base: URL, method: string, path: string, headers: http.OutgoingHttpHeaders, signal?: AbortSignal) =>
+    new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request({ host: base.hostname, port: base.port, method, path, headers, agent, signal }, resolve);
+      req.on('error', reject);
+      req.end();
+    });
   return {
-    request(method, path, incoming, signal) {
+    async request(method, path, incoming, signal) {
       const headers: http.OutgoingHttpHeaders = {};
       for (const name of FORWARDED_REQUEST) {
         const value = incoming[name];
         if (value !== undefined) headers[name] = value;
       }
-      return new Promise((resolve, reject) => {
-        const req = http.request({ host: base.hostname, port: base.port, method, path, headers, agent, signal }, resolve);
-        req.on('error', reject);
-        req.end();
-      });
+      for (let i = 0; ; i++) {
+        const last = i === bases.length - 1;
+        try {
+          const res = await one(bases[i]!, method, path, headers, signal);
+          if (last || !TRY_NEXT.has(res.statusCode ?? 0)) return res;
+          res.resume();
+        } catch (err) {
+          if (last || signal?.aborted) throw err;
+        }
+      }
     },
     close: () => agent.destroy(),
   };

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { ApiServer } from '../api/server.js';
 import { openDatabase } from '../infra/db/index.js';
-import { call, stack, startTestApi, tempDir } from './support/stack.js';
+import { call, databaseUri, stack, startTestApi, tempDir } from './support/stack.js';
 
 const exec = promisify(execFile);
 const masterKey = crypto.randomBytes(32).toString('hex');
@@ -76,7 +76,7 @@ test('users create prints the user and a working API key', async () => {
 
 test('users list is paged, newest first, and a long page reaches a pipe whole', async () => {
   // Its own database: the page is then exactly what this test wrote, whatever other suites did.
-  const uri = stack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/stupa_admin_${Date.now()}`);
+  const uri = databaseUri('stupa_admin');
   const own = tempDir();
   fs.writeFileSync(path.join(own, 'stack.json'), JSON.stringify({ endpoints: { mongodbUri: uri } }));
   fs.writeFileSync(path.join(own, 'master.key'), masterKey);

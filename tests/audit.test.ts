@@ -17,7 +17,7 @@ import { keepPart, keptParts } from '../infra/kubo-mfs.js';
 import { startStack, type Stack } from '../infra/stack/stack.js';
 import { auditJob, type AuditReport } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
-import { call, createUser, stack as testStack, startTestApi, tempDir, testEnv } from './support/stack.js';
+import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, testEnv } from './support/stack.js';
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
 const exec = promisify(execFile);
@@ -27,7 +27,7 @@ let worker: WorkerProcess;
 let env: Record<string, string | undefined>;
 
 beforeAll(async () => {
-  const mongodbUri = testStack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/stupa_audit_${Date.now()}`);
+  const mongodbUri = databaseUri('stupa_audit');
   own = await startStack({
     dataDir: tempDir('stupa-audit-'),
     ports: 'free',

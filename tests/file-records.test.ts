@@ -20,7 +20,7 @@ import { TWIN_INDEX, TWIN_INDEX_NAME, type FileRecord } from '../infra/db/files.
 import { migratedFileId, migrateFileIds } from '../infra/db/files-migration.js';
 import { openDatabase } from '../infra/db/index.js';
 import { addTree, cluster, kubo } from './support/content.js';
-import { call, createUser, errorReason, plansFile, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { call, createUser, databaseUri, errorReason, plansFile, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 // No request rate in the way of 1,500 uploads.
@@ -306,7 +306,7 @@ test('the same upload repeated is the same file; another name or folder is a new
 test('files from before file ids migrate to their own ids, keeping fields, holds and counts; a second run does nothing', async () => {
   // A database of its own: the migration drops and builds the `twins` index, which the other
   // suites' uploads rely on.
-  const uri = stack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/stupa_migration_${Date.now()}`);
+  const uri = databaseUri('stupa_migration');
   const db = await openDatabase(uri);
   try {
     // As the version before wrote them: one record per user and content, keyed by both, with

@@ -12,7 +12,7 @@ import { createGatewayHandler } from './app.js';
 
 export async function startGateway(deps: Pick<UseCaseDeps, 'db' | 'config'> & { logger: Logger; config: Config }): Promise<Listening> {
   const { config } = deps;
-  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
+  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl, config.kubo.peerGatewayUrls);
   const bandwidth = createBandwidthMeter(deps.db);
   const app = createGatewayHandler({ ...deps, kuboGateway, bandwidth, held: createHeldMemory(deps.db) });
   const listening = await listen(app, config.api.host, config.gateway.port, config.shutdownTimeoutMs);

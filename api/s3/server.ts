@@ -11,7 +11,7 @@ import { errorXml } from './xml.js';
 
 export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<Listening> {
   const { config } = deps;
-  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl);
+  const kuboGateway = createKuboGateway(config.kubo.gatewayUrl, config.kubo.peerGatewayUrls);
   const app = createS3Handler({ ...deps, kuboGateway, answers: createAnswerMemory() });
   const xmlClientError = (_status: number, _reason: string, details: string) => ({
     contentType: 'application/xml',

@@ -23,6 +23,12 @@ export interface ClusterOptions {
   ports: ClusterPorts;
   /** The Kubo RPC API the peer pins on, e.g. http://127.0.0.1:5001. */
   kuboApiUrl: string;
+  /** Log file name and peer name: 'cluster' unless given (the second peer of a stack: 'cluster-2'). */
+  name?: string;
+  /** A several-peer stack: every peer's secret (the first peer's), and the other peers'
+   * dialable addresses (/ip4/127.0.0.1/tcp/PORT/p2p/ID), which each peer keeps connecting to. */
+  secret?: string;
+  peerAddresses?: string[];
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
   onSpawn?: (pid: number) => void;
@@ -31,6 +37,8 @@ export interface ClusterOptions {
 export interface ClusterPeer {
   /** http://127.0.0.1:PORT */
   apiUrl: string;
+  /** The peer's ID (identity.json). */
+  id: string;
   pid: number;
   stop(): Promise<void>;
 }
@@ -49,16 +57,39 @@ type Json = Record<string, Record<string, unknown>>;
 /** The listeners and the Kubo address, re-applied on every start (ports change between runs). */
 function applySettings(config: Json, options: ClusterOptions): void {
   const loopback = (port: number) => `/ip4/127.0.0.1/tcp/${port}`;
+  const peers = options.peerAddresses ?? [];
   Object.assign(config.cluster!, {
-    peername: 'stupa',
+    peername: options.name === undefined || options.name === 'cluster' ? 'stupa' : `stupa-${options.name.replace(/^cluster-/, '')}`,
     // TCP on loopback only (init also adds a QUIC listener on 0.0.0.0).
     listen_multiaddress: [loopback(options.ports.swarm)],
     announce_multiaddress: [],
     enable_relay_hop: false,
-    // 0 turns mDNS discovery off; no peer_addresses and no --bootstrap: a cluster of one.
+    // 0 turns mDNS discovery off; the peers are the ones listed (none: a cluster of one).
     mdns_interval: '0s',
-    peer_addresses: [],
+    peer_addresses: peers,
+    ...(options.secret ? { secret: options.secret } : {}),
   });
+  // Set either way, so a data directory that ran with several peers and then with one (or the
+  // other way round) ends up as a fresh one would.
+  const several = peers.length > 0;
+  Object.assign(config.cluster!, {
+    // With several peers, a peer whose ping is missed twice (10 s) is taken for gone, and its
+    // pins are given to live peers until each has its replication minimum again (Cluster's
+    // defaults leave them under-replicated: disable_repinning true, pings every 15 s).
+    disable_repinning: !several,
+    monitor_ping_interval: several ? '5s' : '15s',
+  });
+  // How often the monitor looks for expired metrics (and so raises the alert that repins).
+  (config.monitor as Record<string, Record<string, unknown>>).pubsubmon!.check_interval = several ? '5s' : '15s';
+  // A peer that was down learns the pins added meanwhile from the next rebroadcast of the
+  // others' CRDT heads: every 10 s with several peers instead of every minute.
+  (config.consensus as Record<string, Record<string, unknown>>).crdt!.rebroadcast_interval = several ? '10s' : '1m0s';
+  // A pin is allocated among the peers whose informer metrics (tags, free space, queue) this
+  // peer has; each is sent every TTL/2, the first at start, before the other peers are
+  // connected. 10 s instead of 30 s makes a new peer a candidate within 5 s.
+  for (const informer of Object.values(config.informer as Record<string, Record<string, unknown>>)) {
+    informer.metric_ttl = several ? '10s' : '30s';
+  }
   const api = config.api as Record<string, Record<string, unknown>>;
   api.restapi!.http_listen_multiaddress = loopback(options.ports.api);
   // The daemon starts only the APIs present in service.json. The IPFS proxy and the Pinning
@@ -75,25 +106,40 @@ function applySettings(config: Json, options: ClusterOptions): void {
   observations.tracing!.enable_tracing = false;
 }
 
+// Cluster reads CLUSTER_* variables as overrides of service.json (CLUSTER_SECRET,
+// CLUSTER_RESTAPI_HTTPLISTENMULTIADDRESS, ...); the service's own CLUSTER_API_URL is
+// harmless, but an inherited override must not silently change the peer.
+const DROP_ENV = ['CLUSTER_', 'IPFS_CLUSTER_'];
+
+/**
+ * Creates the peer's configuration if needed (a fresh secret and identity per data directory)
+ * and returns its ID and secret, before the daemon runs: the peers of a several-peer stack
+ * are given the first one's secret and each other's addresses to start with.
+ */
+export async function clusterIdentity(dataDir: string): Promise<{ id: string; secret: string }> {
+  const configFile = path.join(dataDir, 'service.json');
+  if (!fs.existsSync(configFile)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const service = binaryPath('cluster', 'ipfs-cluster-service');
+    await exec(service, ['init', '--consensus', 'crdt'], { env: childEnv(DROP_ENV, { IPFS_CLUSTER_PATH: dataDir }) });
+  }
+  const identity = JSON.parse(fs.readFileSync(path.join(dataDir, 'identity.json'), 'utf8')) as { id: string };
+  const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as { cluster: { secret: string } };
+  return { id: identity.id, secret: config.cluster.secret };
+}
+
 export async function startClusterPeer(options: ClusterOptions): Promise<ClusterPeer> {
   const service = binaryPath('cluster', 'ipfs-cluster-service');
   const env = { IPFS_CLUSTER_PATH: options.dataDir };
-  // Cluster reads CLUSTER_* variables as overrides of service.json (CLUSTER_SECRET,
-  // CLUSTER_RESTAPI_HTTPLISTENMULTIADDRESS, ...); the service's own CLUSTER_API_URL is
-  // harmless, but an inherited override must not silently change the peer.
-  const dropEnv = ['CLUSTER_', 'IPFS_CLUSTER_'];
+  const dropEnv = DROP_ENV;
   const configFile = path.join(options.dataDir, 'service.json');
-  if (!fs.existsSync(configFile)) {
-    fs.mkdirSync(options.dataDir, { recursive: true });
-    // A fresh secret and peer identity per data directory.
-    await exec(service, ['init', '--consensus', 'crdt'], { env: childEnv(dropEnv, env) });
-  }
+  const { id } = await clusterIdentity(options.dataDir);
   const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Json;
   applySettings(config, options);
   writeFileAtomic(configFile, `${JSON.stringify(config, null, 2)}\n`);
 
   const proc = startProcess({
-    name: 'cluster',
+    name: options.name ?? 'cluster',
     command: service,
     args: ['daemon'],
     logDir: options.logDir,
@@ -119,5 +165,5 @@ export async function startClusterPeer(options: ClusterOptions): Promise<Cluster
     await proc.stop();
     throw err;
   }
-  return { apiUrl, pid: proc.pid, stop: () => proc.stop() };
+  return { apiUrl, id, pid: proc.pid, stop: () => proc.stop() };
 }

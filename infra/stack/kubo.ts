@@ -22,6 +22,9 @@ export interface KuboOptions {
   ports: KuboPorts;
   /** Log file name and label; 'kubo' unless given (a second node in a test: 'kubo-2'). */
   name?: string;
+  /** The other Kubo nodes of a several-peer stack: kept connected (Kubo's Peering), so a
+   * Cluster peer's pin fetches the blocks from the node that has them. */
+  peering?: { id: string; addrs: string[] }[];
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
   onSpawn?: (pid: number) => void;
@@ -55,7 +58,7 @@ function setIn(target: Record<string, unknown>, dotted: string, value: unknown):
  * version of this file, or with other ports, ends up the same. The `test` profile applied at
  * init sets most of it already; restating it here makes the guarantees visible and durable.
  */
-function localSettings(ports: KuboPorts): Record<string, unknown> {
+function localSettings(ports: KuboPorts, peering: KuboOptions['peering'] = []): Record<string, unknown> {
   return {
     'Addresses.API': `/ip4/127.0.0.1/tcp/${ports.api}`,
     'Addresses.Gateway': `/ip4/127.0.0.1/tcp/${ports.gateway}`,
@@ -81,7 +84,8 @@ function localSettings(ports: KuboPorts): Record<string, unknown> {
     // is not trimmed while a transfer from it is starting.
     'Swarm.ConnMgr': { Type: 'basic', LowWater: 50, HighWater: 200, GracePeriod: '1m0s' },
     Bootstrap: [],
-    'Peering.Peers': [],
+    // Peering reconnects (with backoff) to a listed peer that went away and came back.
+    'Peering.Peers': peering.map((p) => ({ ID: p.id, Addrs: p.addrs })),
     'Discovery.MDNS.Enabled': false,
     // AutoConf fetches bootstrap peers, resolvers and routers from the internet at start.
     'AutoConf.Enabled': false,
@@ -110,6 +114,14 @@ async function ensureRepo(ipfs: string, dataDir: string, env: Record<string, str
   await exec(ipfs, ['init', '--profile', 'unixfs-v1-2025,test'], { env: childEnv(DROP_ENV, env) });
 }
 
+/** Creates the node's repository if needed and returns its peer ID, before the daemon runs:
+ * the nodes of a several-peer stack are told each other's IDs to start with. */
+export async function kuboPeerId(dataDir: string): Promise<string> {
+  await ensureRepo(binaryPath('kubo', 'ipfs'), dataDir, { IPFS_PATH: dataDir, IPFS_TELEMETRY: 'off' });
+  const config = JSON.parse(fs.readFileSync(path.join(dataDir, 'config'), 'utf8')) as { Identity: { PeerID: string } };
+  return config.Identity.PeerID;
+}
+
 export async function startKubo(options: KuboOptions): Promise<KuboNode> {
   const name = options.name ?? 'kubo';
   const ipfs = binaryPath('kubo', 'ipfs');
@@ -121,7 +133,7 @@ export async function startKubo(options: KuboOptions): Promise<KuboNode> {
   // running yet, and unknown keys are kept as they are.
   const configFile = path.join(options.dataDir, 'config');
   const config = JSON.parse(fs.readFileSync(configFile, 'utf8')) as Record<string, unknown>;
-  for (const [key, value] of Object.entries(localSettings(options.ports))) setIn(config, key, value);
+  for (const [key, value] of Object.entries(localSettings(options.ports, options.peering))) setIn(config, key, value);
   writeFileAtomic(configFile, `${JSON.stringify(config, null, 2)}\n`);
 
   const proc = startProcess({

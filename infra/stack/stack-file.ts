@@ -14,11 +14,15 @@ import { writeFileAtomic } from './process.js';
 export interface StackFile {
   /** The process that started the stack (npm start's supervisor, the test driver); the parent of every process below. */
   owner?: number;
-  /** The servers by name (ferretdb, temporal, kubo, cluster), in spawn order. */
+  /** The servers by name (ferretdb, temporal, kubo, cluster, kubo-2, cluster-2, …), in spawn order. */
   pids?: Record<string, number>;
-  /** The API and worker processes of npm start. */
+  /** The API and worker processes of npm start (api, api-2, …, worker, worker-2, …). */
   services?: Record<string, number>;
+  /** The REST API of each API process npm start runs. */
+  apis?: string[];
   endpoints?: object;
+  /** Every Kubo + Cluster pair (stack.ts StackPeer): their URLs, Cluster peer IDs and pids. */
+  peers?: object[];
   startedAt?: string;
 }
 

@@ -3,12 +3,15 @@
 // in `external` is not started and its URL is passed through (production: all four).
 import fs from 'node:fs';
 import path from 'node:path';
-import { startClusterPeer } from './cluster.js';
+import { clusterIdentity, startClusterPeer } from './cluster.js';
 import { startFerretDb } from './ferretdb.js';
-import { startKubo } from './kubo.js';
+import { kuboPeerId, startKubo } from './kubo.js';
+import { MAX_PEERS, PEER_PORT_STEP, PEER_PORTS, peerName, waitForPeerset, type PeerPorts } from './peers.js';
 import { assertPortsFree, freePorts } from './ports.js';
 import { reclaim, stackFilePath, updateStackFile, writeStackFile } from './stack-file.js';
 import { startTemporal } from './temporal.js';
+
+export { MAX_PEERS } from './peers.js';
 
 export interface StackEndpoints {
   mongodbUri: string;
@@ -21,10 +24,28 @@ export interface StackEndpoints {
   clusterApiUrl: string;
 }
 
+/** One Kubo node and the Cluster peer that drives it (the stack starts `peers` of them). */
+export interface StackPeer {
+  kuboApiUrl: string;
+  kuboGatewayUrl: string;
+  kuboSwarmAddress: string;
+  clusterApiUrl: string;
+  clusterPeerId: string;
+  /** The Cluster peer's dialable address (/ip4/127.0.0.1/tcp/PORT/p2p/ID). */
+  clusterSwarmAddress: string;
+  pids: { kubo: number; cluster: number };
+}
+
 export interface Stack {
+  /** The first peer's Kubo and Cluster, FerretDB and Temporal. */
   endpoints: StackEndpoints;
+  /** Every Kubo + Cluster pair started here, the first one first (empty when both are external). */
+  peers: StackPeer[];
   /** The pieces started here, in start order ('ferretdb', 'temporal', 'kubo', 'cluster'). */
   started: string[];
+  /** Starts peer n's Kubo and Cluster peer again, as they were (after a test or an operator
+   * killed them), and records their new pids; stops whichever of the two still runs first. */
+  restartPeer(n: number): Promise<void>;
   /** Stops the started pieces in reverse order; never throws. */
   stop(): Promise<void>;
 }
@@ -35,6 +56,8 @@ export interface StackOptions {
   ports: 'free' | { base: number };
   /** Temporal's Web UI. */
   ui: boolean;
+  /** Kubo + Cluster peer pairs, one Cluster (CRDT consensus); 1 unless given (STACK_PEERS). */
+  peers?: number;
   external?: { mongodbUri?: string; temporalAddress?: string; kuboApiUrl?: string; clusterApiUrl?: string };
   /** Aborting stops whatever has started and makes startStack reject. */
   signal?: AbortSignal;
@@ -62,13 +85,26 @@ export const PORT_OFFSETS = {
 } as const;
 type PortName = keyof typeof PORT_OFFSETS;
 
-async function allocatePorts(ports: StackOptions['ports']): Promise<Record<PortName, number>> {
+async function allocatePorts(
+  ports: StackOptions['ports'],
+  peers: number,
+): Promise<{ port: Record<PortName, number>; peerPorts: PeerPorts[] }> {
   const names = Object.keys(PORT_OFFSETS) as PortName[];
   if (ports === 'free') {
-    const free = await freePorts(names.length);
-    return Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<PortName, number>;
+    const free = await freePorts(names.length + (peers - 1) * PEER_PORTS.length);
+    const port = Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<PortName, number>;
+    const more = free.slice(names.length);
+    const peerPorts = Array.from({ length: peers }, (_, n) =>
+      n === 0 ? port : (Object.fromEntries(PEER_PORTS.map((k, j) => [k, more[(n - 1) * PEER_PORTS.length + j]!])) as PeerPorts),
+    );
+    return { port, peerPorts };
   }
-  return Object.fromEntries(names.map((n) => [n, ports.base + PORT_OFFSETS[n]])) as Record<PortName, number>;
+  const port = Object.fromEntries(names.map((n) => [n, ports.base + PORT_OFFSETS[n]])) as Record<PortName, number>;
+  const peerPorts = Array.from(
+    { length: peers },
+    (_, n) => Object.fromEntries(PEER_PORTS.map((k) => [k, port[k] + n * PEER_PORT_STEP])) as PeerPorts,
+  );
+  return { port, peerPorts };
 }
 
 function say(line: string): void {
@@ -116,7 +152,11 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   if (leftovers.length > 0) {
     say(`stopped what an earlier stack on ${dataDir} left running: ${leftovers.join(', ')} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
   }
-  const port = await allocatePorts(options.ports);
+  const peerCount = options.peers ?? 1;
+  if (!Number.isInteger(peerCount) || peerCount < 1 || peerCount > MAX_PEERS) throw new Error(`peers must be 1 to ${MAX_PEERS}`);
+  if (peerCount > 1 && (external.kuboApiUrl || external.clusterApiUrl))
+    throw new Error('several peers need the stack to start Kubo and Cluster');
+  const { port, peerPorts } = await allocatePorts(options.ports, peerCount);
   if (options.ports !== 'free') {
     const wanted = {
       ...(external.mongodbUri ? {} : { ferretdb: port.ferretdb }),
@@ -124,8 +164,23 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         ? {}
         : { temporal: port.temporal, 'temporal http': port.temporalHttp, 'temporal metrics': port.temporalMetrics }),
       ...(external.temporalAddress || !options.ui ? {} : { 'temporal ui': port.temporalUi }),
-      ...(external.kuboApiUrl ? {} : { 'kubo api': port.kuboApi, 'kubo gateway': port.kuboGateway, 'kubo swarm': port.kuboSwarm }),
-      ...(external.clusterApiUrl ? {} : { 'cluster api': port.clusterApi, 'cluster swarm': port.clusterSwarm }),
+      ...Object.fromEntries(
+        peerPorts.flatMap((p, n) => [
+          ...(external.kuboApiUrl
+            ? []
+            : [
+                [`${peerName('kubo', n)} api`, p.kuboApi],
+                [`${peerName('kubo', n)} gateway`, p.kuboGateway],
+                [`${peerName('kubo', n)} swarm`, p.kuboSwarm],
+              ]),
+          ...(external.clusterApiUrl
+            ? []
+            : [
+                [`${peerName('cluster', n)} api`, p.clusterApi],
+                [`${peerName('cluster', n)} swarm`, p.clusterSwarm],
+              ]),
+        ]),
+      ),
     };
     await assertPortsFree(wanted);
   }
@@ -170,16 +225,41 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       throw err;
     }
     running.push({ name, stop: () => piece.stop() });
-    started.push(name);
+    if (!started.includes(name)) started.push(name);
     say(`${name} ready at ${where(piece)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
     return piece;
   };
 
   try {
-    // FerretDB, Temporal and Kubo do not depend on each other; the Cluster peer needs Kubo.
-    // allSettled rather than all: when one fails, the others must have finished starting
-    // before stop() runs, or they would be left behind.
-    const [mongo, temporal, kubo] = await settleAll([
+    // The peers' identities first (creating their repositories on a first start), so that each
+    // Kubo and each Cluster peer starts knowing the others.
+    const several = peerCount > 1;
+    const ids = await Promise.all(
+      peerPorts.map(async (_, n) => ({
+        kubo: several ? await kuboPeerId(path.join(dataDir, peerName('kubo', n))) : '',
+        cluster: several ? await clusterIdentity(path.join(dataDir, peerName('cluster', n))) : undefined,
+      })),
+    );
+    const loopback = (p: number, id: string) => `/ip4/127.0.0.1/tcp/${p}/p2p/${id}`;
+    const startKuboPeer = (n: number) =>
+      start(
+        peerName('kubo', n),
+        () =>
+          startKubo({
+            dataDir: path.join(dataDir, peerName('kubo', n)),
+            logDir,
+            name: peerName('kubo', n),
+            signal,
+            onSpawn: spawned(peerName('kubo', n)),
+            ports: { api: peerPorts[n]!.kuboApi, gateway: peerPorts[n]!.kuboGateway, swarm: peerPorts[n]!.kuboSwarm },
+            peering: ids.flatMap((id, m) => (m === n ? [] : [{ id: id.kubo, addrs: [`/ip4/127.0.0.1/tcp/${peerPorts[m]!.kuboSwarm}`] }])),
+          }),
+        (r) => r.apiUrl,
+      );
+    // FerretDB, Temporal and the Kubo nodes do not depend on each other; a Cluster peer needs
+    // its Kubo. allSettled rather than all: when one fails, the others must have finished
+    // starting before stop() runs, or they would be left behind.
+    const [mongo, temporal, ...kubos] = await settleAll([
       external.mongodbUri
         ? undefined
         : start(
@@ -207,38 +287,36 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
               }),
             (r) => (r.uiUrl ? `${r.address} (UI ${r.uiUrl})` : r.address),
           ),
-      external.kuboApiUrl
-        ? undefined
-        : start(
-            'kubo',
-            () =>
-              startKubo({
-                dataDir: path.join(dataDir, 'kubo'),
-                logDir,
-                signal,
-                onSpawn: spawned('kubo'),
-                ports: { api: port.kuboApi, gateway: port.kuboGateway, swarm: port.kuboSwarm },
-              }),
-            (r) => r.apiUrl,
-          ),
+      ...(external.kuboApiUrl ? [undefined] : peerPorts.map((_, n) => startKuboPeer(n))),
     ] as const);
-    const kuboApiUrl = external.kuboApiUrl ?? kubo!.apiUrl;
-    const cluster = external.clusterApiUrl
-      ? undefined
-      : await start(
-          'cluster',
-          () =>
-            startClusterPeer({
-              dataDir: path.join(dataDir, 'cluster'),
-              logDir,
-              signal,
-              onSpawn: spawned('cluster'),
-              kuboApiUrl,
-              ports: { api: port.clusterApi, swarm: port.clusterSwarm },
-            }),
-          (r) => r.apiUrl,
-        );
+    const kuboApiUrl = external.kuboApiUrl ?? kubos[0]!.apiUrl;
+    const startClusterFor = (n: number, kuboUrl: string) =>
+      start(
+        peerName('cluster', n),
+        () =>
+          startClusterPeer({
+            dataDir: path.join(dataDir, peerName('cluster', n)),
+            logDir,
+            name: peerName('cluster', n),
+            signal,
+            onSpawn: spawned(peerName('cluster', n)),
+            kuboApiUrl: kuboUrl,
+            ports: { api: peerPorts[n]!.clusterApi, swarm: peerPorts[n]!.clusterSwarm },
+            secret: ids[0]!.cluster?.secret,
+            peerAddresses: ids.flatMap((id, m) => (m === n ? [] : [loopback(peerPorts[m]!.clusterSwarm, id.cluster!.id)])),
+          }),
+        (r) => r.apiUrl,
+      );
+    const clusters = external.clusterApiUrl
+      ? []
+      : await settleAll(peerPorts.map((_, n) => startClusterFor(n, kubos[n]?.apiUrl ?? kuboApiUrl)));
+    if (several)
+      await waitForPeerset(
+        clusters.map((c) => c.apiUrl),
+        signal,
+      );
 
+    const kubo = kubos[0];
     const endpoints: StackEndpoints = {
       mongodbUri: external.mongodbUri ?? mongo!.uri,
       temporalAddress: external.temporalAddress ?? temporal!.address,
@@ -246,11 +324,40 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       kuboApiUrl,
       kuboGatewayUrl: kubo?.gatewayUrl,
       kuboSwarmAddress: kubo?.swarmAddress,
-      clusterApiUrl: external.clusterApiUrl ?? cluster!.apiUrl,
+      clusterApiUrl: external.clusterApiUrl ?? clusters[0]!.apiUrl,
     };
+    const peers: StackPeer[] = clusters.flatMap((cluster, n) => {
+      const k = kubos[n];
+      if (!k) return [];
+      return [
+        {
+          kuboApiUrl: k.apiUrl,
+          kuboGatewayUrl: k.gatewayUrl,
+          kuboSwarmAddress: k.swarmAddress,
+          clusterApiUrl: cluster.apiUrl,
+          clusterPeerId: cluster.id,
+          clusterSwarmAddress: loopback(peerPorts[n]!.clusterSwarm, cluster.id),
+          pids: { kubo: k.pid, cluster: cluster.pid },
+        },
+      ];
+    });
     // Other processes (the admin CLI, npm run api/worker) find the running stack here.
-    updateStackFile(dataDir, (doc) => void (doc.endpoints = endpoints));
-    return { endpoints, started, stop };
+    updateStackFile(dataDir, (doc) => {
+      doc.endpoints = endpoints;
+      doc.peers = peers;
+    });
+    const restartPeer = async (n: number) => {
+      const peer = peers[n];
+      if (!peer) throw new Error(`the stack has no peer ${n}`);
+      for (const name of [peerName('cluster', n), peerName('kubo', n)]) {
+        for (const piece of running.filter((r) => r.name === name)) await piece.stop();
+      }
+      const k = await startKuboPeer(n);
+      const c = await startClusterFor(n, k.apiUrl);
+      peer.pids = { kubo: k.pid, cluster: c.pid };
+      updateStackFile(dataDir, (doc) => void (doc.peers = peers));
+    };
+    return { endpoints, peers, started, restartPeer, stop };
   } catch (err) {
     await stop();
     throw firstError ?? err;

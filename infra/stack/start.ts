@@ -1,6 +1,7 @@
 // `npm start`: the whole service on the embedded local stack. Starts FerretDB, Temporal
-// (with its Web UI), Kubo and an IPFS Cluster peer (each unless its URL is configured),
-// then one worker and one REST API process wired to them, and prints where everything is.
+// (with its Web UI), Kubo and an IPFS Cluster peer (each unless its URL is configured; STACK_PEERS
+// Kubo + Cluster pairs), then the workers and REST API processes wired to them (STACK_WORKERS,
+// STACK_APIS; one of each unless set), and prints where everything is.
 // `--stack-only` (npm run stack) starts only the stack, for running `npm run api` and
 // `npm run worker` by hand. Data stays in DATA_DIR for the next start.
 //
@@ -34,11 +35,23 @@ import {
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
 import { updateStackFile } from './stack-file.js';
-import { startStack, type Stack } from './stack.js';
+import { MAX_PEERS, startStack, type Stack, type StackPeer } from './stack.js';
 
 const stackOnly = process.argv.includes('--stack-only');
 const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
 const portBase = Number(process.env.STACK_PORT_BASE || DEFAULT_STACK_PORT_BASE);
+
+/** STACK_PEERS, STACK_APIS, STACK_WORKERS: how many of each piece; 1 unless set. */
+function count(name: string, max: number): number {
+  const value = process.env[name] || '1';
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > max) {
+    say(`${name} must be a whole number from 1 to ${max} (it is "${value}")`);
+    process.exit(1);
+  }
+  return n;
+}
+const shape = { peers: count('STACK_PEERS', MAX_PEERS), apis: count('STACK_APIS', 9), workers: count('STACK_WORKERS', 9) };
 
 function say(line: string): void {
   process.stderr.write(`[stupa] ${line}\n`);
@@ -120,6 +133,7 @@ async function main(): Promise<void> {
     dataDir,
     ports: { base: portBase },
     ui: true,
+    peers: shape.peers,
     external: {
       mongodbUri: process.env.MONGODB_URI || undefined,
       temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
@@ -131,31 +145,68 @@ async function main(): Promise<void> {
   const stack = await starting;
   if (stopping) return; // shutdown() stops it
   const { endpoints } = stack;
-  const env: NodeJS.ProcessEnv = {
+  const common: NodeJS.ProcessEnv = {
     ...process.env,
     DATA_DIR: dataDir,
     MONGODB_URI: endpoints.mongodbUri,
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
-    KUBO_API_URL: endpoints.kuboApiUrl,
-    ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
-    CLUSTER_API_URL: endpoints.clusterApiUrl,
   };
-  const apiUrl = `http://${process.env.API_HOST || DEFAULT_API_HOST}:${process.env.API_PORT || DEFAULT_API_PORT}`;
+  // Process n of a kind works with peer n mod STACK_PEERS: it adds content through that Kubo,
+  // pins through that Cluster peer, and reads through the other peers' gateways when its own
+  // does not have the content.
+  const wiring = (n: number): NodeJS.ProcessEnv => {
+    const peer: StackPeer | undefined = stack.peers[n % Math.max(1, stack.peers.length)];
+    if (!peer) {
+      return {
+        KUBO_API_URL: endpoints.kuboApiUrl,
+        ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
+        CLUSTER_API_URL: endpoints.clusterApiUrl,
+      };
+    }
+    const others = stack.peers.filter((p) => p !== peer).map((p) => p.kuboGatewayUrl);
+    return {
+      KUBO_API_URL: peer.kuboApiUrl,
+      KUBO_GATEWAY_URL: peer.kuboGatewayUrl,
+      CLUSTER_API_URL: peer.clusterApiUrl,
+      ...(others.length > 0 ? { KUBO_PEER_GATEWAY_URLS: others.join(',') } : {}),
+    };
+  };
+  const host = process.env.API_HOST || DEFAULT_API_HOST;
+  const ports = (n: number) => ({
+    API_PORT: String(Number(process.env.API_PORT || DEFAULT_API_PORT) + n),
+    GATEWAY_PORT: String(Number(process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT) + n),
+    S3_PORT: String(Number(process.env.S3_PORT || DEFAULT_S3_PORT) + n),
+  });
+  const apiUrls = Array.from({ length: shape.apis }, (_, n) => `http://${host}:${ports(n).API_PORT}`);
+  const apiUrl = apiUrls[0]!;
   const gatewayUrl =
     process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT}`;
   const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${process.env.S3_PORT || DEFAULT_S3_PORT}`;
+  const suffix = (kind: string, n: number) => (n === 0 ? kind : `${kind}-${n + 1}`);
   if (!stackOnly) {
     // Reads of content go to Kubo's gateway, not its API: a wrong address would start a
     // service whose every read is 503, so it stops here, by name.
-    const gateway = kuboGateway(env.KUBO_GATEWAY_URL, undefined, endpoints.kuboApiUrl);
+    const gateway = kuboGateway(wiring(0).KUBO_GATEWAY_URL, undefined, wiring(0).KUBO_API_URL!);
     await checkKuboGateway(gateway, READY_CHECK_TIMEOUT_MS).catch((err: Error) => {
-      throw new Error(`Kubo's gateway: ${err.message}; set KUBO_GATEWAY_URL to the gateway of the Kubo at ${endpoints.kuboApiUrl}`);
+      throw new Error(`Kubo's gateway: ${err.message}; set KUBO_GATEWAY_URL to the gateway of the Kubo at ${wiring(0).KUBO_API_URL}`);
     });
-    const worker = runService('worker', 'workers/main.ts', env);
-    const api = runService('api', 'api/main.ts', env);
-    services.push(worker, api);
-    // So that the next start can stop them if this process dies without doing so.
-    updateStackFile(dataDir, (doc) => void (doc.services = { worker: worker.pid ?? -1, api: api.pid ?? -1 }));
+    const started: Record<string, number> = {};
+    for (let n = 0; n < shape.workers; n++) {
+      const worker = runService(suffix('worker', n), 'workers/main.ts', { ...common, ...wiring(n) });
+      services.push(worker);
+      started[suffix('worker', n)] = worker.pid ?? -1;
+    }
+    for (let n = 0; n < shape.apis; n++) {
+      const api = runService(suffix('api', n), 'api/main.ts', { ...common, ...wiring(n), ...ports(n) });
+      services.push(api);
+      started[suffix('api', n)] = api.pid ?? -1;
+    }
+    // So that the next start can stop them if this process dies without doing so, and so that
+    // operators, tests and the audit find every API process.
+    updateStackFile(dataDir, (doc) => {
+      doc.services = started;
+      doc.apis = apiUrls;
+    });
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
@@ -163,14 +214,17 @@ async function main(): Promise<void> {
       ? []
       : [
           `  REST API      ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json, readiness: ${apiUrl}/readyz)`,
+          ...apiUrls.slice(1).map((url, n) => `  REST API ${n + 2}    ${url}   (its gateway and S3 on the ports after the first's)`),
           `  Gateway       ${gatewayUrl}   (each account's is a subdomain: gatewayUrl in GET /user/profile)`,
           `  S3            ${s3Url}   (access key id: an API key's keyPrefix; secret: the full key)`,
         ]),
     `  Temporal UI   ${endpoints.temporalUiUrl ?? '(external Temporal: see its own UI)'}`,
     `  Temporal      ${endpoints.temporalAddress}`,
     `  MongoDB       ${endpoints.mongodbUri}`,
-    `  Kubo API      ${endpoints.kuboApiUrl}`,
-    `  IPFS Cluster  ${endpoints.clusterApiUrl}`,
+    ...(stack.peers.length > 1
+      ? stack.peers.map((p, n) => `  peer ${n + 1}        Kubo ${p.kuboApiUrl} (gateway ${p.kuboGatewayUrl}), Cluster ${p.clusterApiUrl}`)
+      : [`  Kubo API      ${endpoints.kuboApiUrl}`, `  IPFS Cluster  ${endpoints.clusterApiUrl}`]),
+    ...(shape.workers > 1 ? [`  workers       ${shape.workers}`] : []),
     `  data          ${dataDir}   (logs in ${path.join(dataDir, 'logs')})`,
     `  started here  ${stack.started.length ? stack.started.join(', ') : 'nothing (all four are external)'}`,
     `first user:     npm run admin -- users create --email you@example.com --name You`,

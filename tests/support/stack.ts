@@ -31,6 +31,12 @@ export const stack = {
   },
 };
 
+/** The test stack's MongoDB with a database of its own (`<label>_<time>`), for a test whose
+ * records must not meet the other files' (or whose sweep must not see theirs). */
+export function databaseUri(label: string): string {
+  return stack.mongodbUri.replace(/^(mongodb(?:\+srv)?:\/\/[^/?]+)(\/[^?]*)?/, `$1/${label}_${Date.now()}`);
+}
+
 export function tempDir(prefix = 'stupa-t-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
