@@ -22,7 +22,9 @@ export interface Config {
    * `peerGatewayUrls`: the other Cluster peers' Kubo gateways, read in turn when this one does not
    * have the content (it is allocated elsewhere) or is down. */
   kubo: { apiUrl: string; gatewayUrl: string; peerGatewayUrls: string[] };
-  cluster: { apiUrl: string; replicationMin: number; replicationMax: number };
+  /** `allocateLocal`: content this process added is allocated to its Cluster peer first (the
+   * peer of CLUSTER_API_URL drives the Kubo of KUBO_API_URL; false when both are load-balanced). */
+  cluster: { apiUrl: string; replicationMin: number; replicationMax: number; allocateLocal: boolean };
   /** `delegates`: multiaddrs (each ending in /p2p/<peer>) given to pinning clients; empty: Kubo's own. */
   pins: { timeoutMs: number; delegates: string[] };
   ipns: { republishEveryMs: number };
@@ -81,6 +83,10 @@ const envSchema = z.object({
   IPNS_REPUBLISH_INTERVAL: duration.prefault(C.DEFAULT_IPNS_REPUBLISH_INTERVAL),
   CLUSTER_REPLICATION_MIN: replication.default(-1),
   CLUSTER_REPLICATION_MAX: replication.default(-1),
+  CLUSTER_ALLOCATE_LOCAL: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   GATEWAY_URL: url.optional(),
   GATEWAY_PORT: port.default(C.DEFAULT_GATEWAY_PORT),
   GATEWAY_PUBLIC_URL: url.optional(),
@@ -255,7 +261,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl),
       peerGatewayUrls: e.KUBO_PEER_GATEWAY_URLS ?? [],
     },
-    cluster: { apiUrl: endpoint('cluster'), replicationMin: e.CLUSTER_REPLICATION_MIN, replicationMax: e.CLUSTER_REPLICATION_MAX },
+    cluster: {
+      apiUrl: endpoint('cluster'),
+      replicationMin: e.CLUSTER_REPLICATION_MIN,
+      replicationMax: e.CLUSTER_REPLICATION_MAX,
+      allocateLocal: e.CLUSTER_ALLOCATE_LOCAL,
+    },
     pins: { timeoutMs: e.PIN_TIMEOUT, delegates: e.PIN_DELEGATES ?? [] },
     ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },

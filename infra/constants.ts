@@ -109,6 +109,9 @@ export const QUICK_PIN_WAIT_MS = 3_000;
  * Past it the upload is answered anyway: the content is on the adding peer and Cluster goes on
  * replicating it. */
 export const REPLICATION_WAIT_MS = 10_000;
+/** How long GET /pin/:cid waits for Cluster's view of the content's peers before answering
+ * without it (`peers: null`). */
+export const PEERS_TIMEOUT_MS = 2_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;
 

@@ -23,8 +23,8 @@ import type { Jobs } from './temporal/jobs.js';
 export const PIN_METADATA = { service: 'stupa' };
 
 /** `here`: the content was just added through this process's Kubo, the one its Cluster peer
- * drives: with replication factors, that peer is allocated first (it has the blocks already),
- * and the other peers fetch from it. */
+ * drives: with replication factors and CLUSTER_ALLOCATE_LOCAL, that peer is allocated first (it
+ * has the blocks already), and the other peers fetch from it. */
 export type ClusterPinner = (cid: string, origins: string[], options?: { here?: boolean }) => Promise<void>;
 
 /** Each Cluster REST API's own peer ID, asked once (again after a failure). */
@@ -41,16 +41,16 @@ function ownPeerId(cluster: ClusterClient): Promise<string> {
 
 /** Pins in Cluster as this service does: its replication factors and its metadata. */
 export function createClusterPinner({ cluster, config }: { cluster: ClusterClient; config: Pick<Config, 'cluster'> }): ClusterPinner {
-  const { replicationMin, replicationMax } = config.cluster;
+  const { replicationMin, replicationMax, allocateLocal } = config.cluster;
   // -1/-1 pins on every peer: there is nothing to choose.
-  const everywhere = replicationMin === -1 && replicationMax === -1;
+  const local = allocateLocal && !(replicationMin === -1 && replicationMax === -1);
   return async (cid, origins, options = {}) =>
     cluster.pin(cid, {
       replicationMin,
       replicationMax,
       origins,
       metadata: PIN_METADATA,
-      ...(options.here && !everywhere ? { allocations: [await ownPeerId(cluster)] } : {}),
+      ...(options.here && local ? { allocations: [await ownPeerId(cluster)] } : {}),
     });
 }
 

@@ -23,6 +23,21 @@ test('a complete environment loads, with defaults filled in', () => {
   expect(config.temporal).toEqual({ address: expect.any(String), namespace: 'default', taskQueue: 'stupa' });
 });
 
+test("several peers: the other peers' gateways as a list, and whether the own Cluster peer is allocated first", () => {
+  const single = loadConfig(testEnv());
+  expect(single.kubo.peerGatewayUrls).toEqual([]);
+  expect(single.cluster).toMatchObject({ replicationMin: -1, replicationMax: -1, allocateLocal: true });
+  const several = loadConfig(
+    testEnv({ KUBO_PEER_GATEWAY_URLS: ' http://ipfs-1.ipfs:8080/, http://ipfs-2.ipfs:8080 ,', CLUSTER_ALLOCATE_LOCAL: 'false' }),
+  );
+  expect(several.kubo.peerGatewayUrls).toEqual(['http://ipfs-1.ipfs:8080', 'http://ipfs-2.ipfs:8080']);
+  expect(several.cluster.allocateLocal).toBe(false);
+  const found = problems(testEnv({ KUBO_PEER_GATEWAY_URLS: 'http://ok:8080,ipfs-2:8080', CLUSTER_ALLOCATE_LOCAL: 'yes' }));
+  expect(found).toHaveLength(2);
+  expect(found.join('\n')).toMatch(/KUBO_PEER_GATEWAY_URLS/);
+  expect(found.join('\n')).toMatch(/CLUSTER_ALLOCATE_LOCAL/);
+});
+
 test('every bad value is reported at once, by name', () => {
   const found = problems(
     testEnv({ API_PORT: 'eighty', KUBO_API_URL: 'ftp://x', MONGODB_URI: 'postgres://x', LOG_LEVEL: 'loud', TEMPORAL_ADDRESS: 'nohost' }),

@@ -73,6 +73,9 @@ test('a pin of content that only another node has is fetched through its origin'
   const done = await untilPinned(alice, cid);
   expect(done.body).toMatchObject({ requestId, cid, status: 'pinned', size: 300_000, pinnedAt: expect.any(Number) });
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  // The peers that hold it, as Cluster reports them: the test stack's one peer.
+  const peer = (await cluster().id()).id;
+  expect(done.body.peers).toEqual([{ peer, name: 'stupa', status: 'pinned' }]);
   expect((await collect(kubo().cat(cid))).equals(await collect(bytes(300_000, 'only-on-node-2')))).toBe(true);
   expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${requestId}`]);
   expect(await api.deps.db.usage.used(alice.userId)).toBe(300_000);

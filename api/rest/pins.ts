@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { cidInput, metadataSchema, origin } from '../usecases/content.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { InvalidInput } from '../usecases/errors.js';
-import { deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
+import { contentPeers, deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
@@ -50,7 +50,9 @@ export function pinRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOptions
     });
     resource(router, `${base}/:cid`, {
       get: async (req, res) => {
-        res.json(restPin(await getPin(deps, caller(req).user._id, cidInput(String(req.params.cid)))));
+        const cid = cidInput(String(req.params.cid));
+        const pin = await getPin(deps, caller(req).user._id, cid);
+        res.json({ ...restPin(pin), peers: await contentPeers(deps, cid) });
       },
       delete: async (req, res) => {
         const { cid } = await deletePin(deps, caller(req).user._id, cidInput(String(req.params.cid)));

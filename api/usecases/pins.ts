@@ -1,5 +1,6 @@
 // Pin use-cases: a pin request is a MongoDB record, a hold on the content, and a Temporal
 // workflow (workflows/pins.ts) that takes it from queued to pinned or failed.
+import { PEERS_TIMEOUT_MS } from '../../infra/constants.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
 import { peerAddresses } from '../../infra/kubo.js';
 import { randomBase62 } from '../../infra/secrets.js';
@@ -76,6 +77,29 @@ export async function getPin(deps: PinDeps, userId: string, cid: ParsedCid): Pro
   const pin = await deps.db.pins.findForUser(userId, cid.multihash);
   if (!pin) throw new NotFound('pin');
   return pin;
+}
+
+/** One Cluster peer's state of a content: `pinned`, `pinning`, `pin_queued`, `remote` (allocated
+ * to other peers), `pin_error`, `cluster_error` (the peer does not answer), … */
+export interface PeerState {
+  peer: string;
+  name: string;
+  status: string;
+}
+
+/**
+ * Where the content is, peer by peer, as Cluster reports it; null when Cluster does not answer
+ * within PEERS_TIMEOUT_MS (the request's own state, from MongoDB, is the answer that counts).
+ */
+export async function contentPeers(deps: Pick<UseCaseDeps, 'cluster'>, cid: ParsedCid): Promise<PeerState[] | null> {
+  try {
+    const info = await deps.cluster.status(cid.v1, { signal: AbortSignal.timeout(PEERS_TIMEOUT_MS) });
+    return Object.entries(info.peer_map ?? {})
+      .map(([peer, state]) => ({ peer, name: state.peername ?? '', status: state.status }))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.peer.localeCompare(b.peer));
+  } catch {
+    return null;
+  }
 }
 
 /**

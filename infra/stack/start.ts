@@ -186,9 +186,10 @@ async function main(): Promise<void> {
   if (!stackOnly) {
     // Reads of content go to Kubo's gateway, not its API: a wrong address would start a
     // service whose every read is 503, so it stops here, by name.
-    const gateway = kuboGateway(wiring(0).KUBO_GATEWAY_URL, undefined, wiring(0).KUBO_API_URL!);
+    const first = { ...common, ...wiring(0) };
+    const gateway = kuboGateway(first.KUBO_GATEWAY_URL, undefined, first.KUBO_API_URL!);
     await checkKuboGateway(gateway, READY_CHECK_TIMEOUT_MS).catch((err: Error) => {
-      throw new Error(`Kubo's gateway: ${err.message}; set KUBO_GATEWAY_URL to the gateway of the Kubo at ${wiring(0).KUBO_API_URL}`);
+      throw new Error(`Kubo's gateway: ${err.message}; set KUBO_GATEWAY_URL to the gateway of the Kubo at ${first.KUBO_API_URL}`);
     });
     const started: Record<string, number> = {};
     for (let n = 0; n < shape.workers; n++) {

@@ -42,6 +42,7 @@ import { benchEmptyWorkflow, benchPins, CONCURRENCY, PIN_COUNT, type PinsResult 
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { benchScale, parseScaleArgs } from './scale.js';
+import { benchScaleOut, scaleOutLines } from './scale-out.js';
 import { benchSnapshot, SNAPSHOT_DIRS, SNAPSHOT_FILE_BYTES, type SnapshotResult } from './snapshot.js';
 import { benchSmallFiles } from './small.js';
 import { benchUpload, type UploadClient } from './upload.js';
@@ -292,6 +293,12 @@ async function main(): Promise<number> {
     rounds,
     client,
   };
+  if (args.includes('--scale-out')) {
+    return runBench(async (ctx) => {
+      process.stdout.write(`\n${scaleOutLines(await benchScaleOut(ctx, say)).join('\n')}\n`);
+      return 0;
+    });
+  }
   if (args.includes('--scale')) {
     // First: its own flags include --pins N. Checked before anything starts: a typo costs no stack.
     const options = parseScaleArgs(args.filter((a) => a !== '--scale'));

@@ -52,7 +52,7 @@ async function apiOperations(apiUrl: string): Promise<Map<string, number>> {
 }
 
 /** A JSON document of about FILE_BYTES bytes (as the service stores it), distinct per seed and index. */
-function metadata(seed: string, i: number): Record<string, unknown> {
+export function metadata(seed: string, i: number): Record<string, unknown> {
   const doc = {
     name: `Bench item #${i}`,
     description: `A small JSON document of the small-files benchmark (${seed}).`,
@@ -67,7 +67,7 @@ function metadata(seed: string, i: number): Record<string, unknown> {
   return doc;
 }
 
-async function runClients(count: number, send: (i: number) => Promise<void>): Promise<number> {
+export async function runClients(count: number, send: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
   const start = process.hrtime.bigint();
   await Promise.all(

@@ -8,7 +8,7 @@
 // makes a retried completion answer the same: `open` → `completing` (one conditional update:
 // of two racing completions one starts the job) → `completed` with its result.
 import crypto from 'node:crypto';
-import { CHECKSUM_LABELS, combineCrcs, compositeChecksum, isCrc, type ChecksumName, type ChecksumType } from '../../../infra/checksums.js';
+import { CHECKSUM_LABELS, type ChecksumName, type ChecksumType } from '../../../infra/checksums.js';
 import { S3_MAX_OBJECT_BYTES, S3_MAX_PARTS, S3_MAX_PUT_BYTES, S3_MIN_PART_BYTES } from '../../../infra/constants.js';
 import type { MultipartUploadRecord, PartRecord } from '../../../infra/db/multipart.js';
 import { partId } from '../../../infra/db/multipart.js';
@@ -24,6 +24,7 @@ import { InvalidInput, NotFound, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
 import { objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
+import { algorithmOf, checkExpected, objectChecksums, type ExpectedChecksums } from './checksums.js';
 import { abortUpload, allParts, releaseParts } from './parts.js';
 
 export type { MultipartUploadRecord, PartRecord, MultipartResult };
@@ -185,12 +186,6 @@ export interface ListedPart {
   checksums?: ObjectChecksums;
 }
 
-/** What the client expects of the object: its checksum type, its checksum (either optional). */
-export interface ExpectedChecksums {
-  type?: string;
-  checksums: ObjectChecksums;
-}
-
 /**
  * Completes the upload with the listed parts (in ascending order, each as uploaded, all but
  * the last at least 5 MiB) and answers the object's ETag and CID. A retry of a completed
@@ -330,50 +325,6 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
 export async function dropCompletedParts(deps: Pick<UseCaseDeps, 'db' | 'kubo'>, uploadId: string): Promise<void> {
   const upload = await deps.db.multipart.get(uploadId);
   if (upload?.state === 'completed') await releaseParts(deps, upload, upload.completedParts ?? []);
-}
-
-const algorithmOf = (upload: MultipartUploadRecord) => upload.checksumAlgorithm?.toLowerCase() as ChecksumName | undefined;
-
-/**
- * The multipart object's checksum, from its parts' (no byte is read again): COMPOSITE, the
- * algorithm over the parts' binary checksums, `-<parts>`; FULL_OBJECT, the CRC of the whole
- * object (infra/checksums.ts). None when the upload named no algorithm, or a part lacks it (a
- * part from before parts had to carry it).
- */
-async function objectChecksums(upload: MultipartUploadRecord, parts: PartRecord[]): Promise<ObjectChecksums> {
-  const name = algorithmOf(upload);
-  if (!name || !parts.every((p) => p.checksums?.[name])) return {};
-  const digests = parts.map((p) => Buffer.from(p.checksums[name]!, 'base64'));
-  if (upload.checksumType === 'FULL_OBJECT' && isCrc(name)) {
-    return {
-      [name]: combineCrcs(
-        name,
-        digests.map((crc, i) => ({ crc, size: parts[i]!.size })),
-      ).toString('base64'),
-    };
-  }
-  return { [name]: `${(await compositeChecksum(name, digests)).toString('base64')}-${parts.length}` };
-}
-
-/** What CompleteMultipartUpload's headers expect of the object: its upload's checksum type, and
- * its checksum (a composite one with or without its `-<parts>`). */
-async function checkExpected(upload: MultipartUploadRecord, parts: PartRecord[], expected: ExpectedChecksums): Promise<void> {
-  const type = upload.checksumType ?? (upload.checksumAlgorithm ? 'COMPOSITE' : null);
-  if (expected.type !== undefined && expected.type !== type) {
-    throw new InvalidInput(
-      `The upload was created using the ${type ?? 'null'} checksum mode. The complete request must use the same checksum mode.`,
-      'CHECKSUM_MODE_MISMATCH',
-    );
-  }
-  const entries = Object.entries(expected.checksums);
-  if (entries.length === 0) return;
-  const computed = await objectChecksums(upload, parts);
-  for (const [name, value] of entries) {
-    const ours = computed[name as ChecksumName];
-    if (!ours || (value !== ours && value !== ours.replace(/-\d+$/, ''))) {
-      throw new InvalidInput(`The ${name} you specified did not match the calculated checksum.`, 'BAD_DIGEST');
-    }
-  }
 }
 
 /** Aborts uploads untouched for `maxAgeMs` and forgets completed ones as old; how many. */
