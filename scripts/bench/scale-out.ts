@@ -34,11 +34,12 @@ export interface ScaleOutResult {
 
 async function upload(url: string, apiKey: string, doc: unknown, signal: AbortSignal): Promise<void> {
   for (let attempt = 1; ; attempt++) {
+    // Not given to fetch: thousands of requests would each leave a listener on the one signal.
+    signal.throwIfAborted();
     const res = await fetch(`${url}/upload/new`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', 'X-Api-Key': apiKey },
       body: JSON.stringify({ content: doc }),
-      signal,
     });
     const text = await res.text();
     if (res.status === 201) return;
@@ -95,7 +96,8 @@ async function replication(ctx: BenchContext, count: number, say: (line: string)
         limit(async () => {
           const other = stack.peers[1 + (i % 2)]!.clusterPeerId;
           const q = `replication-min=2&replication-max=2&user-allocations=${first.clusterPeerId},${other}`;
-          const res = await fetch(`${first.clusterApiUrl}/pins/${cid}?${q}`, { method: 'POST', signal: ctx.signal });
+          ctx.signal.throwIfAborted();
+          const res = await fetch(`${first.clusterApiUrl}/pins/${cid}?${q}`, { method: 'POST' });
           if (!res.ok) throw new Error(`cluster pin answered ${res.status}: ${await res.text()}`);
         }),
       ),
