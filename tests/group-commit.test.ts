@@ -3,11 +3,15 @@
 // processes on one database: here an API in this process (A) and `npm run api`'s own process
 // (B, C), each with its own connection, batches and memory.
 // - The quota is exact under a burst split across processes.
-// - A key deleted through one process is refused by another on its next request.
+// - A key deleted through one process is refused by another on its next request; a key's rate
+//   limit counts its requests in every process; gateway bytes are metered once.
 // - An API process killed with SIGKILL in the middle of its batches loses no acknowledged
 //   upload, and the service's own recovery (the worker's scheduled sweep, no operator step)
 //   leaves the counters equal to a recount.
+import http from 'node:http';
 import type { ApiServer } from '../api/server.js';
+import { gatewayBytesThisMonth } from '../api/usecases/bandwidth.js';
+import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { parseCid } from '../infra/cid.js';
 import { startApiProcess } from '../infra/stack/services.js';
 import type { ManagedProcess } from '../infra/stack/process.js';
@@ -22,7 +26,11 @@ import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } fro
 const MB = 1024 * 1024;
 const env = testEnv({
   TEMPORAL_TASK_QUEUE: testTaskQueue(),
-  PLANS_FILE: plansFile({ small: { storageMB: 1, requestsPerMinute: 100_000 }, dharma: { requestsPerMinute: 100_000 } }),
+  PLANS_FILE: plansFile({
+    small: { storageMB: 1, requestsPerMinute: 100_000 },
+    dharma: { requestsPerMinute: 100_000 },
+    limited: { requestsPerMinute: 20 },
+  }),
 });
 
 let a: ApiServer;
@@ -30,11 +38,14 @@ let worker: WorkerProcess;
 const processes: ManagedProcess[] = [];
 
 /** `npm run api` as its own process, on the same database and settings as A. */
-async function apiProcess(name: string): Promise<{ url: string; process: ManagedProcess }> {
-  const [port] = await freePorts(1);
-  const child = await startApiProcess({ ...env, API_PORT: String(port) }, { logDir: tempDir('stupa-api-'), name });
+async function apiProcess(name: string): Promise<{ url: string; gatewayPort: number; process: ManagedProcess }> {
+  const [port, gatewayPort] = await freePorts(2);
+  const child = await startApiProcess(
+    { ...env, API_PORT: String(port), GATEWAY_PORT: String(gatewayPort) },
+    { logDir: tempDir('stupa-api-'), name },
+  );
   processes.push(child);
-  return { url: `http://127.0.0.1:${port}`, process: child };
+  return { url: `http://127.0.0.1:${port}`, gatewayPort: gatewayPort!, process: child };
 }
 
 beforeAll(async () => {
@@ -106,6 +117,58 @@ test('a key deleted through one API process is refused by another on its next re
     expect(next.status).toBe(401);
     expect(next.body.error.reason).toBe('UNAUTHORIZED');
   }
+}, 120_000);
+
+test("a key's rate limit counts its requests in every API process", async () => {
+  const b = await apiProcess('api-rate');
+  const user = await createUser(a, 'limited'); // 20 requests a minute
+  // A window of its own: the limit counts per minute, and 30 requests take about 18 s.
+  const left = RATE_WINDOW_MS - (Date.now() % RATE_WINDOW_MS);
+  if (left < 25_000) await new Promise((r) => setTimeout(r, left + 100));
+  const answers: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    // Alternately A and B, 600 ms apart: more than the time a process takes to learn the other's
+    // counts (each adds its own to MongoDB every 250 ms and reads the total back then).
+    answers.push((await call(i % 2 === 0 ? a : b.url, 'GET', '/apikeys', { key: user.apiKey })).status);
+    await new Promise((r) => setTimeout(r, 600));
+  }
+  const accepted = answers.filter((s) => s === 200).length;
+  // Each process alone saw 15 requests, under the limit: had it counted only its own, all 30 pass.
+  expect(accepted).toBeGreaterThanOrEqual(20);
+  expect(accepted).toBeLessThanOrEqual(21);
+  expect(answers.slice(0, 20).every((s) => s === 200)).toBe(true);
+  expect(answers.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+}, 120_000);
+
+test('gateway bytes are metered once, by the process that sent them', async () => {
+  const b = await apiProcess('api-gateway');
+  const user = await createUser(a);
+  const content = kib('metered', 0).repeat(40); // 40 KiB
+  const uploaded = await upload(a, user, content, 'metered.txt');
+  expect(uploaded.status).toBe(201);
+  const slug = (await a.deps.db.users.get(user.userId))!.gatewaySlug!;
+  const read = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port, path: `/ipfs/${uploaded.body.cid}`, headers: { Host: `${slug}.localhost:${port}` } }, (res) => {
+          let n = 0;
+          res.on('data', (c: Buffer) => (n += c.length));
+          res.on('end', () => (res.statusCode === 200 ? resolve(n) : reject(new Error(`gateway answered ${res.statusCode}`))));
+        })
+        .on('error', reject);
+    });
+  const aPort = Number(new URL(a.gatewayUrl).port);
+  const sent = [await read(aPort), await read(b.gatewayPort), await read(aPort), await read(b.gatewayPort), await read(b.gatewayPort)];
+  expect(sent.every((n) => n === content.length)).toBe(true);
+  // Each process writes what it sent once a second.
+  await eventually(
+    () => gatewayBytesThisMonth(a.deps.db, user.userId),
+    (bytes) => bytes >= 5 * content.length,
+    10_000,
+    'the gateway bytes written',
+  );
+  await new Promise((r) => setTimeout(r, 2500)); // nothing more comes
+  expect(await gatewayBytesThisMonth(a.deps.db, user.userId)).toBe(5 * content.length);
 }, 120_000);
 
 test('an API process killed in the middle of its batches: every acknowledged upload stays, and the sweep alone makes the counters right', async () => {
