@@ -9,11 +9,12 @@ import { createClusterClient } from '../infra/cluster.js';
 import { startStack, type Stack, type StackPeer } from '../infra/stack/stack.js';
 import { MiB, multipart, postStream } from './support/content.js';
 import { bucketName, s3Client } from './support/s3.js';
-import { createUser, databaseUri, stack as testStack, startTestApi, tempDir, type TestUser } from './support/stack.js';
-import { eventually } from './support/worker.js';
+import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
 let peers: Stack;
 let api: ApiServer;
+let worker: WorkerProcess;
 let user: TestUser;
 let slug: string;
 
@@ -29,7 +30,7 @@ beforeAll(async () => {
     external: { mongodbUri, temporalAddress: testStack.temporalAddress },
   });
   const [first, ...others] = peers.peers;
-  api = await startTestApi({
+  const env = {
     MONGODB_URI: mongodbUri,
     KUBO_API_URL: first!.kuboApiUrl,
     KUBO_GATEWAY_URL: first!.kuboGatewayUrl,
@@ -37,15 +38,16 @@ beforeAll(async () => {
     CLUSTER_API_URL: first!.clusterApiUrl,
     CLUSTER_REPLICATION_MIN: '2',
     CLUSTER_REPLICATION_MAX: '2',
-    // No worker runs here: an upload pins inline, and nothing this file does needs a workflow.
+    // A queue of its own: this file's worker pins on these peers, the others' on theirs.
     TEMPORAL_TASK_QUEUE: `peers-${crypto.randomUUID()}`,
-  });
+  };
+  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
   user = await createUser(api, 'bodhi');
   slug = (await api.deps.db.users.get(user.userId))!.gatewaySlug!;
 }, 120_000);
 
 afterAll(async () => {
-  await api?.close();
+  await Promise.all([api?.close(), worker?.kill()]);
   await api?.deps.db.connection.dropDatabase().catch(() => undefined);
   await peers?.stop();
 });
@@ -142,6 +144,26 @@ describe('three peers, replication factor 2', () => {
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: objectKey, Body: first }));
   }, 60_000);
+
+  test('a pin by CID is pinned once two peers hold it, and its status shows every peer', async () => {
+    // Content only the third peer's Kubo has: the allocated peers fetch it from there.
+    const third = peers.peers[2]!;
+    const form = new FormData();
+    form.append('file', new Blob([crypto.randomBytes(5000)]));
+    const added = await fetch(`${third.kuboApiUrl}/api/v0/add?cid-version=1&raw-leaves=true&pin=false`, { method: 'POST', body: form });
+    const pinCid = ((await added.json()) as { Hash: string }).Hash;
+    expect((await call(api, 'POST', '/pin', { key: user.apiKey, body: { cid: pinCid } })).status).toBe(202);
+    const done = await eventually(
+      () => call(api, 'GET', `/pin/${pinCid}`, { key: user.apiKey }),
+      (r) => r.body.status === 'pinned' || r.body.status === 'failed',
+      60_000,
+      'the pin settled',
+    );
+    expect(done.body.status).toBe('pinned');
+    const states = (done.body.peers as { peer: string; status: string }[]).map((p) => p.status).sort();
+    expect(states).toEqual(['pinned', 'pinned', 'remote']);
+    expect(new Set(done.body.peers.map((p: { peer: string }) => p.peer))).toEqual(new Set(peers.peers.map((p) => p.clusterPeerId)));
+  }, 90_000);
 
   test('kill -9 of a holding peer: Cluster gives its pins to the live peer, and pins made meanwhile reach the peer once it is back', async () => {
     const { allocations } = await placement(cid);

@@ -14,6 +14,7 @@ import {
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListPartsCommand,
+  PutObjectCommand,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
@@ -94,6 +95,45 @@ test('parts that are not whole MiB are re-chunked: the same CID as the whole byt
     new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'odd.bin', UploadId, MultipartUpload: { Parts: listed } }),
   );
   expect(again.ETag).toBe(done.ETag);
+}, 120_000);
+
+test('GET and HEAD ?partNumber=N: the part’s bytes with the object’s ETag and parts count; part 1 of a plain object is all of it', async () => {
+  const parts = [crypto.randomBytes(5 * MiB + 3), crypto.randomBytes(1000)];
+  const { UploadId, listed } = await uploadParts('by-part.bin', parts);
+  await t.s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'by-part.bin', UploadId, MultipartUpload: { Parts: listed } }),
+  );
+  for (const [i, part] of parts.entries()) {
+    const got = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'by-part.bin', PartNumber: i + 1 }));
+    expect(got.$metadata.httpStatusCode).toBe(206);
+    expect(got.ETag).toBe(s3Etag(parts));
+    expect(got.PartsCount).toBe(2);
+    expect(got.ContentLength).toBe(part.length);
+    const start = i === 0 ? 0 : parts[0]!.length;
+    expect(got.ContentRange).toBe(`bytes ${start}-${start + part.length - 1}/${parts[0]!.length + parts[1]!.length}`);
+    expect(Buffer.from(await got.Body!.transformToByteArray()).equals(part)).toBe(true);
+  }
+  const head = await t.s3.send(new HeadObjectCommand({ Bucket: t.bucket, Key: 'by-part.bin', PartNumber: 2 }));
+  expect(head.ContentLength).toBe(1000);
+  expect(head.PartsCount).toBe(2);
+  expect(await s3Failure(t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'by-part.bin', PartNumber: 3 })))).toMatchObject({
+    code: 'InvalidPart',
+    status: 400,
+  });
+  expect(
+    await s3Failure(t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'by-part.bin', PartNumber: 1, Range: 'bytes=0-9' }))),
+  ).toMatchObject({ code: 'InvalidRequest', status: 400 });
+
+  // An object put whole: part 1 is all of it, there is no part 2.
+  const plain = crypto.randomBytes(2000);
+  await t.s3.send(new PutObjectCommand({ Bucket: t.bucket, Key: 'plain.bin', Body: plain }));
+  const whole = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'plain.bin', PartNumber: 1 }));
+  expect(whole.$metadata.httpStatusCode).toBe(200);
+  expect(Buffer.from(await whole.Body!.transformToByteArray()).equals(plain)).toBe(true);
+  expect(await s3Failure(t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'plain.bin', PartNumber: 2 })))).toMatchObject({
+    code: 'InvalidPart',
+    status: 400,
+  });
 }, 120_000);
 
 test('part rules: EntityTooSmall at completion, InvalidPart, InvalidPartOrder; ListParts pages; abort gives the bytes back', async () => {

@@ -122,6 +122,33 @@ function preconditions(ctx: S3Context, object: ObjectRecord, prefix = ''): 'ok' 
   return 'ok';
 }
 
+/**
+ * GET or HEAD `?partNumber=N`: the bytes of part N of a multipart object, with the object's
+ * ETag and its parts count, as a range (206); part 1 of an object that was not uploaded in
+ * parts is the whole object (200, no range). A part past the last is 400 InvalidPart, as
+ * the conformance suites expect; a Range beside it is 400 InvalidRequest.
+ */
+function partRange(ctx: S3Context, object: ObjectRecord): { range?: { start: number; end: number }; empty?: true } | undefined {
+  const text = ctx.query.get('partNumber');
+  if (text === null) return undefined;
+  const n = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= 1 && n <= 10_000)) throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive');
+  if (ctx.req.headers.range !== undefined) {
+    throw new S3Error('InvalidRequest', 'Cannot specify both Range header and partNumber query parameter');
+  }
+  const count = object.parts ?? 1;
+  if (n > count) throw new S3Error('InvalidPart', 'The requested partnumber is not satisfiable');
+  if (object.parts === null) return {};
+  const sizes = object.partSizes ?? (count === 1 ? [object.size] : null);
+  if (!sizes) {
+    throw new S3Error('InvalidRequest', 'this object was completed before part sizes were recorded; read it by byte range instead');
+  }
+  const start = sizes.slice(0, n - 1).reduce((sum, size) => sum + size, 0);
+  const size = sizes[n - 1]!;
+  // An empty part (only the last may be) is an empty answer: no range to name.
+  return size === 0 ? { empty: true } : { range: { start, end: start + size - 1 } };
+}
+
 /** `response-*` query parameters (presigned GETs) override the stored headers. */
 const OVERRIDES = ['content-type', 'content-language', 'expires', 'cache-control', 'content-disposition', 'content-encoding'];
 
@@ -138,13 +165,14 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
     ctx.res.end();
     return;
   }
-  const range = requestedRange(ctx.req.headers.range, object.size);
+  const part = partRange(ctx, object);
+  const range = part ? part.range : requestedRange(ctx.req.headers.range, object.size);
   if (range) {
-    // A part's checksum is not the object's.
+    // A range's checksum is not the object's.
     for (const name of Object.keys(headers)) if (name.startsWith('x-amz-checksum-')) delete headers[name];
     headers['content-range'] = `bytes ${range.start}-${range.end}/${object.size}`;
   }
-  const length = range ? range.end - range.start + 1 : object.size;
+  const length = range ? range.end - range.start + 1 : part?.empty ? 0 : object.size;
   const status = range ? 206 : 200;
   if (ctx.req.method === 'HEAD' || length === 0) {
     ctx.res.writeHead(status, { ...headers, 'content-length': length });

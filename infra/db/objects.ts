@@ -44,6 +44,9 @@ export interface ObjectRecord {
   /** The multipart upload that made it (none for a PutObject). */
   uploadId: string | null;
   parts: number | null;
+  /** Each part's bytes, in order, for GET ?partNumber=N (null for a PutObject, and for
+   * multipart objects recorded before part sizes were kept). */
+  partSizes?: number[] | null;
   lastModified: number;
 }
 
@@ -64,6 +67,7 @@ const schema = new Schema<ObjectRecord>(
     checksums: { type: Schema.Types.Mixed, default: {} },
     uploadId: { type: String, default: null },
     parts: { type: Number, default: null },
+    partSizes: { type: [Number], default: null },
     lastModified: { type: Number, required: true },
   },
   { versionKey: false, minimize: false },

@@ -241,16 +241,14 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       })),
     );
     const loopback = (p: number, id: string) => `/ip4/127.0.0.1/tcp/${p}/p2p/${id}`;
+    // What every peer's Kubo and Cluster peer is given: its directory, log, name and pid record.
+    const piece = (name: string) => ({ dataDir: path.join(dataDir, name), logDir, name, signal, onSpawn: spawned(name) });
     const startKuboPeer = (n: number) =>
       start(
         peerName('kubo', n),
         () =>
           startKubo({
-            dataDir: path.join(dataDir, peerName('kubo', n)),
-            logDir,
-            name: peerName('kubo', n),
-            signal,
-            onSpawn: spawned(peerName('kubo', n)),
+            ...piece(peerName('kubo', n)),
             ports: { api: peerPorts[n]!.kuboApi, gateway: peerPorts[n]!.kuboGateway, swarm: peerPorts[n]!.kuboSwarm },
             peering: ids.flatMap((id, m) => (m === n ? [] : [{ id: id.kubo, addrs: [`/ip4/127.0.0.1/tcp/${peerPorts[m]!.kuboSwarm}`] }])),
           }),
@@ -295,11 +293,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         peerName('cluster', n),
         () =>
           startClusterPeer({
-            dataDir: path.join(dataDir, peerName('cluster', n)),
-            logDir,
-            name: peerName('cluster', n),
-            signal,
-            onSpawn: spawned(peerName('cluster', n)),
+            ...piece(peerName('cluster', n)),
             kuboApiUrl: kuboUrl,
             ports: { api: peerPorts[n]!.clusterApi, swarm: peerPorts[n]!.clusterSwarm },
             secret: ids[0]!.cluster?.secret,

@@ -313,6 +313,7 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
       checksums,
       uploadId,
       parts: parts.length,
+      partSizes: parts.map((p) => p.size),
     },
     reserved,
   );

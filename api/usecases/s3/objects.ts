@@ -99,7 +99,7 @@ export interface StoredContent {
   dagSize: number | null;
 }
 
-export type StoredDetails = ObjectDetails & Pick<ObjectRecord, 'etag' | 'checksums' | 'uploadId' | 'parts'>;
+export type StoredDetails = ObjectDetails & Pick<ObjectRecord, 'etag' | 'checksums' | 'uploadId' | 'parts' | 'partSizes'>;
 
 /**
  * Records content as the object at the key and holds it; the key's previous object (if any)
@@ -136,6 +136,7 @@ export async function recordObject(
     checksums: details.checksums,
     uploadId: details.uploadId,
     parts: details.parts,
+    partSizes: details.partSizes ?? null,
     lastModified: Date.now(),
   };
   let previous: ObjectRecord | null;
@@ -215,6 +216,6 @@ export async function copyObject(
     deps,
     caller,
     { bucket: target._id, key: to.key, cid: source.cid, size: source.size, dagSize: source.dagSize },
-    { ...kept, etag: source.etag, checksums: source.checksums, uploadId: null, parts: source.parts },
+    { ...kept, etag: source.etag, checksums: source.checksums, uploadId: null, parts: source.parts, partSizes: source.partSizes },
   );
 }
