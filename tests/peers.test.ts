@@ -9,7 +9,9 @@ import { createClusterClient } from '../infra/cluster.js';
 import { startStack, type Stack, type StackPeer } from '../infra/stack/stack.js';
 import { MiB, multipart, postStream } from './support/content.js';
 import { bucketName, s3Client } from './support/s3.js';
-import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { freePorts } from '../infra/stack/ports.js';
+import { startApiProcess } from '../infra/stack/services.js';
+import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
 let peers: Stack;
@@ -17,6 +19,7 @@ let api: ApiServer;
 let worker: WorkerProcess;
 let user: TestUser;
 let slug: string;
+let env: Record<string, string>;
 
 beforeAll(async () => {
   // A database of its own: the other files' sweeps must not pin this file's content on their
@@ -30,7 +33,7 @@ beforeAll(async () => {
     external: { mongodbUri, temporalAddress: testStack.temporalAddress },
   });
   const [first, ...others] = peers.peers;
-  const env = {
+  env = {
     MONGODB_URI: mongodbUri,
     KUBO_API_URL: first!.kuboApiUrl,
     KUBO_GATEWAY_URL: first!.kuboGatewayUrl,
@@ -164,6 +167,96 @@ describe('three peers, replication factor 2', () => {
     expect(states).toEqual(['pinned', 'pinned', 'remote']);
     expect(new Set(done.body.peers.map((p: { peer: string }) => p.peer))).toEqual(new Set(peers.peers.map((p) => p.clusterPeerId)));
   }, 90_000);
+
+  test('kill -9 of one of two API processes under load: the other answers every request, and no acknowledged upload is lost', async () => {
+    // `npm run api`'s own process, wired to the second peer as npm start wires API 2; the same
+    // master key as the in-process API, so that keys either one made open in both.
+    const [port, gatewayPort, s3Port] = await freePorts(3);
+    const second = peers.peers[1]!;
+    const b = await startApiProcess(
+      {
+        ...testEnv(env),
+        MASTER_KEY: api.deps.config.masterKey.toString('hex'),
+        KUBO_API_URL: second.kuboApiUrl,
+        KUBO_GATEWAY_URL: second.kuboGatewayUrl,
+        KUBO_PEER_GATEWAY_URLS: peers.peers
+          .filter((p) => p !== second)
+          .map((p) => p.kuboGatewayUrl)
+          .join(','),
+        CLUSTER_API_URL: second.clusterApiUrl,
+        API_PORT: String(port),
+        GATEWAY_PORT: String(gatewayPort),
+        S3_PORT: String(s3Port),
+      },
+      { logDir: tempDir('stupa-api-b-'), name: 'api-b' },
+    );
+    const bUrl = `http://127.0.0.1:${port}`;
+    const acknowledged: { cid: string; text: string }[] = [];
+    const refusedByA: number[] = [];
+    let next = 0;
+    let killed = false;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, client) => {
+        while (next < 120) {
+          const i = next++;
+          const text = `peers ${crypto.randomUUID()} ${i}`;
+          const target = client % 2 === 0 ? api.url : bUrl;
+          const reply = await call(target, 'POST', '/upload/new', { key: user.apiKey, body: { content: text } }).catch(() => null);
+          if (reply?.status === 201) acknowledged.push({ cid: reply.body.cid as string, text });
+          else if (target === api.url) refusedByA.push(reply?.status ?? 0);
+          if (!killed && acknowledged.length >= 30) {
+            killed = true;
+            process.kill(b.pid, 'SIGKILL');
+          }
+        }
+      }),
+    );
+    await b.stop();
+    expect(killed).toBe(true);
+    expect(refusedByA).toEqual([]);
+    // Every acknowledged upload is a file of the user, on two peers, with its bytes.
+    for (const { cid, text } of acknowledged) {
+      expect((await call(api, 'GET', `/file/${cid}`, { key: user.apiKey })).status).toBe(200);
+      expect((await placement(cid)).pinned).toHaveLength(2);
+      const read = await gatewayRead(cid);
+      expect(read.body.toString()).toBe(text);
+    }
+  }, 120_000);
+
+  test('kill -9 of one of two workers with pins in flight: the other finishes every pin', async () => {
+    const third = peers.peers[2]!;
+    const other = await startWorkerProcess({
+      ...env,
+      KUBO_API_URL: third.kuboApiUrl,
+      KUBO_GATEWAY_URL: third.kuboGatewayUrl,
+      CLUSTER_API_URL: third.clusterApiUrl,
+    });
+    // Content nobody has yet: the pins wait (in both workers' activities) until it appears.
+    const contents = Array.from({ length: 6 }, () => crypto.randomBytes(3000));
+    const add = async (bytes: Buffer, onlyHash: boolean) => {
+      const form = new FormData();
+      form.append('file', new Blob([bytes]));
+      const q = `cid-version=1&raw-leaves=true&pin=false&only-hash=${onlyHash}`;
+      const res = await fetch(`${third.kuboApiUrl}/api/v0/add?${q}`, { method: 'POST', body: form });
+      return ((await res.json()) as { Hash: string }).Hash;
+    };
+    const cids = await Promise.all(contents.map((c) => add(c, true)));
+    for (const cid of cids) expect((await call(api, 'POST', '/pin', { key: user.apiKey, body: { cid } })).status).toBe(202);
+    const status = async () => Promise.all(cids.map(async (cid) => (await call(api, 'GET', `/pin/${cid}`, { key: user.apiKey })).body));
+    await eventually(status, (pins) => pins.every((p) => p.status === 'pinning'), 30_000, 'every pin waiting for its content');
+
+    await worker.kill('SIGKILL');
+    worker = other;
+    for (const c of contents) await add(c, false);
+    const done = await eventually(
+      status,
+      (pins) => pins.every((p) => p.status !== 'queued' && p.status !== 'pinning'),
+      90_000,
+      'every pin settled',
+    );
+    expect(done.map((p) => p.status)).toEqual(cids.map(() => 'pinned'));
+    for (const pin of done) expect(pin.peers.filter((p: { status: string }) => p.status === 'pinned')).toHaveLength(2);
+  }, 150_000);
 
   test('kill -9 of a holding peer: Cluster gives its pins to the live peer, and pins made meanwhile reach the peer once it is back', async () => {
     const { allocations } = await placement(cid);
