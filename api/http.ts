@@ -19,6 +19,7 @@ export class HttpError extends Error {
 /**
  * One log line per request when it ends: method, path and status only (headers carry
  * credentials, query strings tokens), and how long it took; 5xx at `error`, the rest at `info`.
+ * `quiet` paths (probes: the edge checks /readyz every 2 s) are logged only when they fail.
  * Written here rather than with pino-http, which made a child logger and serialisers for every
  * request even at levels that log none of them: a tenth of the CPU of a status read.
  */
@@ -31,7 +32,7 @@ export function requestLog(logger: Logger, quiet: string[] = []): RequestHandler
     res.once('finish', () => {
       const path = req.originalUrl.split('?')[0]!;
       const failed = res.statusCode >= 500;
-      if (quiet.includes(path) || !logger.isLevelEnabled(failed ? 'error' : 'info')) return;
+      if ((quiet.includes(path) && !failed) || !logger.isLevelEnabled(failed ? 'error' : 'info')) return;
       const line = {
         req: { id, method: req.method, path },
         res: { statusCode: res.statusCode },

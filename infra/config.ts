@@ -29,12 +29,18 @@ export interface Config {
   pins: { timeoutMs: number; delegates: string[] };
   ipns: { republishEveryMs: number };
   uploads: { jsonLimit: string };
-  /** Where the `uris.gateway` links of uploads point. */
-  gatewayUrl: string;
+  /** GATEWAY_URL: where links to content point (`uris.gateway` of uploads, /image's redirects)
+   * when they should name a public gateway; null: each account's own gateway. */
+  gatewayUrl: string | null;
   /** The service's gateway: its port, and its public address, whose host's subdomains are
    * accounts' gateways (`https://gw.example.com` → `https://<slug>.gw.example.com`); without
    * GATEWAY_PUBLIC_URL, `http://localhost:<port it listens on>`, known once it listens. */
   gateway: { port: number; publicUrl: string | null; domain: string };
+  /** The edge in front of the service (infra/stack/edge.ts): `secret` authenticates its access
+   * decisions (`GET /_edge/gateway` on the gateway port answers only requests carrying it);
+   * `reportPort`, when set, is where this process takes the edge's access log (bytes served),
+   * which it meters. Both null without an edge. */
+  edge: { secret: string | null; reportPort: number | null };
   /** GET /image/:cid: derivatives cached in `cacheDir` up to `cacheBytes`; sources up to
    * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */
   /** The S3 interface: its port; the domain whose subdomains are buckets (virtual-host style,
@@ -91,6 +97,8 @@ const envSchema = z.object({
   GATEWAY_PORT: port.default(C.DEFAULT_GATEWAY_PORT),
   GATEWAY_PUBLIC_URL: url.optional(),
   S3_PORT: port.default(C.DEFAULT_S3_PORT),
+  EDGE_SECRET: z.string().min(32, 'must be at least 32 characters (npm start makes one per start)').optional(),
+  EDGE_REPORT_PORT: port.optional(),
   S3_PUBLIC_URL: url.optional(),
   S3_DOMAIN: z.string().min(1).optional(),
   S3_REGION: z
@@ -270,8 +278,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     pins: { timeoutMs: e.PIN_TIMEOUT, delegates: e.PIN_DELEGATES ?? [] },
     ipns: { republishEveryMs: Math.max(1000, e.IPNS_REPUBLISH_INTERVAL) },
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
-    gatewayUrl: (e.GATEWAY_URL ?? stack.kuboGatewayUrl ?? C.DEFAULT_GATEWAY_URL).replace(/\/+$/, ''),
+    gatewayUrl: e.GATEWAY_URL ? e.GATEWAY_URL.replace(/\/+$/, '') : null,
     gateway: gatewaySettings(e.GATEWAY_PORT, e.GATEWAY_PUBLIC_URL),
+    edge: { secret: e.EDGE_SECRET ?? null, reportPort: e.EDGE_REPORT_PORT ?? null },
     s3: {
       port: e.S3_PORT,
       publicUrl: e.S3_PUBLIC_URL ? new URL(e.S3_PUBLIC_URL).origin : null,

@@ -11,7 +11,6 @@ export const DEFAULT_UPLOAD_JSON_LIMIT = '10mb';
 export const DEFAULT_PIN_TIMEOUT = '24h';
 /** Every IPNS name's current record is signed and stored again this often (records are valid 48 h). */
 export const DEFAULT_IPNS_REPUBLISH_INTERVAL = '4h';
-export const DEFAULT_GATEWAY_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
 /** The ports of `npm start`'s stack are this base plus fixed offsets (infra/stack/stack.ts). */

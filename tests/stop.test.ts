@@ -63,7 +63,9 @@ function killAll(processes: { pid: number }[]): void {
 async function pickPortBase(): Promise<number> {
   for (;;) {
     const base = 20_000 + crypto.randomInt(0, 110) * 100;
-    const ports = Object.fromEntries([...Object.entries(PORT_OFFSETS).map(([name, offset]) => [name, base + offset]), ['api', base + 450]]);
+    // The edge's public ports and reports, the API process's own (npmStart below).
+    const service = [450, 451, 460, 470, 471, 480, 481].map((offset) => [`service ${offset}`, base + offset]);
+    const ports = Object.fromEntries([...Object.entries(PORT_OFFSETS).map(([name, offset]) => [name, base + offset]), ...service]);
     try {
       await assertPortsFree(ports);
       return base;
@@ -97,9 +99,10 @@ function npmStart(): Run {
       DATA_DIR: dataDir,
       STACK_PORT_BASE: String(portBase),
       API_HOST: '127.0.0.1',
+      // The edge takes these; the API process the ports after each, the edge's reports API_PORT + 10.
       API_PORT: String(apiPort()),
-      GATEWAY_PORT: String(apiPort() + 1),
-      S3_PORT: String(apiPort() + 2),
+      GATEWAY_PORT: String(apiPort() + 20),
+      S3_PORT: String(apiPort() + 30),
       LOG_LEVEL: 'warn',
     },
   });
@@ -246,7 +249,8 @@ describe('after a SIGKILL', () => {
 
   test('of the whole process group: the API and worker stop themselves, the next start stops the servers', async () => {
     left = await kill(await startAfterKill('when ready', []), 'group');
-    expect(left.length).toBe(6);
+    // The four servers, the edge, the API and the worker.
+    expect(left.length).toBe(7);
     // Then the supervisor alone (npm lives on), once the next start is ready.
     left = await kill(await startAfterKill('when ready', left), 'supervisor');
   }, 240_000);

@@ -39,6 +39,9 @@ describe('JSON uploads', () => {
         gateway: expect.stringMatching(/\/ipfs\/bafkrei/),
       },
     });
+    // The link names the account's own gateway, where the service decides who reads.
+    const profile = await call(api, 'GET', '/user/profile', { key: user.apiKey });
+    expect(res.body.uris.gateway).toBe(`${profile.body.gatewayUrl}/ipfs/${res.body.cid}`);
     expect(res.body.sizeMB).toBeCloseTo(11 / MiB, 6);
     expect((await collect(kubo().cat(res.body.cid))).toString()).toBe('hello world');
 

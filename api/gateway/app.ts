@@ -27,6 +27,8 @@ import {
 } from '../usecases/gateway.js';
 import type { HeldMemory } from '../usecases/held.js';
 import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from '../answers.js';
+import { servesHostName } from '../usecases/edge.js';
+import { allowAtEdge, EDGE_TLS_ASK_PATH, edgeDecision } from './edge.js';
 import { sendError } from './errors.js';
 
 export interface GatewayDeps extends Pick<UseCaseDeps, 'db' | 'config'> {
@@ -77,7 +79,15 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
   const answers = createAnswerMemory();
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://gateway');
+    // The edge asks for an access decision with the reader's request in X-Forwarded-* headers.
+    const edge = edgeDecision(req, config.edge.secret);
+    if (!edge && req.url?.startsWith(EDGE_TLS_ASK_PATH)) {
+      const name = new URL(req.url, 'http://gateway').searchParams.get('domain') ?? '';
+      res.writeHead((await servesHostName(deps, name)) ? 200 : 404, { 'Content-Length': '0' }).end();
+      return;
+    }
+    const method = edge?.method ?? req.method ?? 'GET';
+    const url = new URL(edge?.uri ?? req.url ?? '/', 'http://gateway');
     const slug = slugOf(req.headers.host, config.gateway.domain);
     if (!slug) throw new NotFound(`gateway for this host; accounts' gateways are <slug>.${config.gateway.domain}`);
     const account = await openAccountGateway(deps, slug);
@@ -86,10 +96,10 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     const folder = namespace === 'folders' ? await findGatewayFolder(deps, account, decoded(match![2]!)) : undefined;
 
     // Whether this origin may read it from a browser (a folder's CORS document under /folders).
-    const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+    const preflight = method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
     const cors = await gatewayCors(deps, account, {
       origin: req.headers.origin,
-      method: preflight ? String(req.headers['access-control-request-method']) : (req.method ?? 'GET'),
+      method: preflight ? String(req.headers['access-control-request-method']) : method,
       preflight,
       requestHeaders: req.headers['access-control-request-headers'],
       folder,
@@ -98,12 +108,12 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
       if (name === 'Vary') vary(res, value);
       else res.setHeader(name, value);
     }
-    if (req.method === 'OPTIONS') {
+    if (method === 'OPTIONS') {
       res.writeHead(204).end();
       return;
     }
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed; use GET or HEAD`, { Allow: 'GET, HEAD, OPTIONS' });
+    if (method !== 'GET' && method !== 'HEAD') {
+      throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed; use GET or HEAD`, { Allow: 'GET, HEAD, OPTIONS' });
     }
     if (!match || !namespace) {
       throw new NotFound(
@@ -112,12 +122,16 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     }
 
     const token = (req.headers['x-gateway-token'] as string | undefined) || url.searchParams.get('token') || undefined;
-    await admitReader(deps, account, { ip: req.socket.remoteAddress ?? '', token });
+    await admitReader(deps, account, { ip: edge?.ip ?? req.socket.remoteAddress ?? '', token });
     await deps.bandwidth.assertLeft(account.user._id, account.plan);
     const id = decoded(match[2]!);
     const target = await gatewayTarget(deps, deps.held, account, namespace, id, folder);
     // The path inside the content as the reader sent it (still percent-encoded), slashes kept.
     const upstreamPath = `/ipfs/${target.cid}${match[3] ?? ''}${kuboQuery(url.searchParams)}`;
+    if (edge) {
+      allowAtEdge(res, { account: account.user._id, upstreamPath, namespace, id, target, cors });
+      return;
+    }
     const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key: answers.keyOf(upstreamPath, req) };
 
     const kept = ctx.key ? answers.get(ctx.key) : undefined;
@@ -130,7 +144,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     });
     let upstream: IncomingMessage;
     try {
-      upstream = await deps.kuboGateway.request(req.method === 'HEAD' ? 'HEAD' : 'GET', upstreamPath, req.headers, abort.signal);
+      upstream = await deps.kuboGateway.request(method === 'HEAD' ? 'HEAD' : 'GET', upstreamPath, req.headers, abort.signal);
     } catch {
       if (abort.signal.aborted) return;
       throw new Unavailable('kubo gateway');

@@ -49,7 +49,7 @@ export function createApp(deps: AppDeps): Express {
   registerAuditMetrics(metrics.registry, () => db.audits.last());
   registerDatabaseMetrics(metrics.registry, db.operations);
   app.use(metrics.middleware);
-  app.use(requestLog(logger, ['/healthz', '/metrics']));
+  app.use(requestLog(logger, ['/healthz', '/readyz', '/metrics']));
 
   app.use(crossOrigin);
 

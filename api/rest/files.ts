@@ -1,9 +1,10 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
 import { cidInput, MB } from '../usecases/content.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { deleteFile, fileRef, getFileByCid, findFile, listFiles, moveFile, renameFile, type FileRecord } from '../usecases/files.js';
+import { contentLinkBase } from '../usecases/gateway.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
@@ -46,7 +47,8 @@ const moveBody = z.strictObject({ folderId: z.string().min(1).nullable() });
 
 export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOptions): Router {
   const router = Router();
-  const show = (f: FileRecord) => restFile(f, deps.config.gatewayUrl);
+  // A file as the caller sees it: its links name the caller's gateway.
+  const show = async (req: Request, f: FileRecord) => restFile(f, await contentLinkBase(deps, caller(req).user));
   router.use(['/upload/list', '/file', '/files'], guard);
 
   resource(router, '/upload/list', {
@@ -55,7 +57,8 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
       // `folderId=root` lists the files outside any folder.
       const folderId = q.folderId === 'root' ? null : q.folderId;
       const page = await listFiles(deps, caller(req).user._id, { ...q, folderId, cid: q.cid === undefined ? undefined : cidInput(q.cid) });
-      res.json({ items: page.items.map(show), nextCursor: page.nextCursor });
+      const base = await contentLinkBase(deps, caller(req).user);
+      res.json({ items: page.items.map((f) => restFile(f, base)), nextCursor: page.nextCursor });
     },
   });
 
@@ -63,7 +66,7 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
   resource(router, '/file/:cid', {
     get: async (req, res) => {
       const { file, filesWithCid } = await getFileByCid(deps, caller(req).user._id, cidInput(String(req.params.cid)));
-      res.json({ ...show(file), filesWithCid });
+      res.json({ ...(await show(req, file)), filesWithCid });
     },
   });
 
@@ -72,7 +75,7 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
 
   resource(router, '/files/:ref', {
     get: async (req, res) => {
-      res.json(show(await findFile(deps, caller(req).user._id, ref(req))));
+      res.json(await show(req, await findFile(deps, caller(req).user._id, ref(req))));
     },
     delete: async (req, res) => {
       const file = await deleteFile(deps, caller(req).user._id, ref(req));
@@ -85,7 +88,7 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
       ...jsonBody(jsonLimit),
       async (req, res) => {
         const { name } = parse(nameBody, req.body ?? {});
-        res.json(show(await renameFile(deps, caller(req).user._id, ref(req), name)));
+        res.json(await show(req, await renameFile(deps, caller(req).user._id, ref(req), name)));
       },
     ],
   });
@@ -95,7 +98,7 @@ export function fileRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOption
       ...jsonBody(jsonLimit),
       async (req, res) => {
         const { folderId } = parse(moveBody, req.body ?? {});
-        res.json(show(await moveFile(deps, caller(req).user._id, ref(req), folderId)));
+        res.json(await show(req, await moveFile(deps, caller(req).user._id, ref(req), folderId)));
       },
     ],
   });

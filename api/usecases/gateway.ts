@@ -32,6 +32,17 @@ export function accountGatewayUrl(config: Config, slug: string): string {
   return base.origin;
 }
 
+/**
+ * Where links to an account's content point (`uris.gateway` of uploads, /image's redirect to
+ * an original): GATEWAY_URL when set (a public gateway), else the account's own gateway.
+ */
+export async function contentLinkBase(deps: Deps, account: User | string): Promise<string> {
+  if (deps.config.gatewayUrl) return deps.config.gatewayUrl;
+  const user = typeof account === 'string' ? await deps.db.users.get(account) : account;
+  if (!user) throw new NotFound('account');
+  return accountGatewayUrl(deps.config, await deps.db.users.gatewaySlugOf(user));
+}
+
 /** The account whose gateway `slug` is; 404 for a slug nobody has. */
 export async function openAccountGateway(deps: Deps, slug: string): Promise<GatewayAccount> {
   const owner = await deps.db.users.slugs.owner(slug);

@@ -7,14 +7,20 @@ import { rememberReads } from '../../infra/db/by-id.js';
 import type { Database } from '../../infra/db/index.js';
 
 export function createHeldMemory(db: Database) {
-  // Keys: `<multihash>` for "anyone holds it", `<multihash> <userId>` for "this user holds it".
-  const memory = rememberReads(async (key: string) => {
+  // Keys: `<multihash>` for "anyone holds it" (remembered: one of its holders),
+  // `<multihash> <userId>` for "this user holds it".
+  const memory = rememberReads(async (key: string): Promise<string | true | null> => {
     const [multihash, userId] = key.split(' ') as [string, string | undefined];
     const { users } = await db.holds.of(multihash);
-    return (userId === undefined ? users.length > 0 : users.includes(userId)) ? true : null;
+    if (userId === undefined) return users[0] ?? null;
+    return users.includes(userId) ? true : null;
   }, HELD_MEMORY_MS);
   return {
-    byAnyone: async (multihash: string) => (await memory.get(multihash)) === true,
+    /** One account that holds the content, or null when none does. */
+    holder: async (multihash: string) => {
+      const found = await memory.get(multihash);
+      return typeof found === 'string' ? found : null;
+    },
     byUser: async (userId: string, multihash: string) => (await memory.get(`${multihash} ${userId}`)) === true,
   };
 }

@@ -19,6 +19,7 @@ import type { ParsedCid } from '../../infra/cid.js';
 import { IMAGE_AVIF_EFFORT, IMAGE_SOURCE_MEMORY_BYTES, SNIFF_BYTES } from '../../infra/constants.js';
 import { createImageCache, type ImageCache } from '../../infra/image-cache.js';
 import type { UseCaseDeps } from './deps.js';
+import { contentLinkBase } from './gateway.js';
 import { createHeldMemory } from './held.js';
 import { NotFound, Overloaded, Unavailable, UnsupportedContent, Unprocessable } from './errors.js';
 
@@ -355,12 +356,13 @@ export function createImages(deps: ImageDeps, observe: ImageObserver = {}) {
 
     async get(request: ImageRequest): Promise<ImageAnswer> {
       const { cid } = request;
-      if (!(await held.byAnyone(cid.multihash))) throw new NotFound('content');
+      const holder = await held.holder(cid.multihash);
+      if (!holder) throw new NotFound('content');
       const plan = planOf(request);
       if (!plan) {
         // Nothing to transform: the original, if it is an image (this is no general redirector).
         await assertImage(await readHead(deps, cid));
-        return { kind: 'original', location: `${deps.config.gatewayUrl}/ipfs/${cid.v1}` };
+        return { kind: 'original', location: `${await contentLinkBase(deps, holder)}/ipfs/${cid.v1}` };
       }
       const key = keyOf(cid, plan);
       const etag = `"${key}"`;

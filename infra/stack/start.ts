@@ -17,6 +17,7 @@
 // start stops what still runs (stack-file.ts); its API and worker stop themselves as soon as
 // it is gone (supervised.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { kuboGateway, masterKeyFile } from '../config.js';
@@ -34,6 +35,7 @@ import {
 } from '../constants.js';
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
+import { startEdge, type Edge, type EdgeTls } from './edge.js';
 import { updateStackFile } from './stack-file.js';
 import { MAX_PEERS, startStack, type Stack, type StackPeer } from './stack.js';
 
@@ -52,6 +54,62 @@ function count(name: string, max: number): number {
   return n;
 }
 const shape = { peers: count('STACK_PEERS', MAX_PEERS), apis: count('STACK_APIS', 9), workers: count('STACK_WORKERS', 9) };
+
+/** EDGE (on unless `off`) and EDGE_TLS (`internal` or `acme`; plain HTTP unless set). */
+function edgeSettings(): { on: boolean; tls: EdgeTls['mode'] | null; secret: string } {
+  const on = (process.env.EDGE || 'on').toLowerCase();
+  const tls = process.env.EDGE_TLS || null;
+  if (on !== 'on' && on !== 'off') say(`EDGE must be on or off (it is "${process.env.EDGE}")`);
+  if (tls !== null && tls !== 'internal' && tls !== 'acme') say(`EDGE_TLS must be internal or acme (it is "${tls}")`);
+  if ((on !== 'on' && on !== 'off') || (tls !== null && tls !== 'internal' && tls !== 'acme')) process.exit(1);
+  // A new secret each start: only this start's API processes and edge share it.
+  return { on: on === 'on', tls: tls as EdgeTls['mode'] | null, secret: crypto.randomBytes(32).toString('hex') };
+}
+const edge = edgeSettings();
+/** The API process with EDGE_REPORT_PORT takes the edge's reports on API_PORT + this. */
+const EDGE_REPORT_PORT_OFFSET = 10;
+/** How often the supervisor checks that the edge still runs. */
+const EDGE_WATCH_MS = 1000;
+let edgeStop: (() => Promise<void>) | undefined;
+
+const publicPorts = {
+  api: Number(process.env.API_PORT || DEFAULT_API_PORT),
+  gateway: Number(process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT),
+  s3: Number(process.env.S3_PORT || DEFAULT_S3_PORT),
+};
+// With the edge on the public ports, API process n listens on the ports after them.
+const shift = edge.on ? 1 : 0;
+const ports = (n: number) => ({
+  API_PORT: String(publicPorts.api + shift + n),
+  GATEWAY_PORT: String(publicPorts.gateway + shift + n),
+  S3_PORT: String(publicPorts.s3 + shift + n),
+});
+
+/** Refuses a shape whose ports overlap (API_PORT, GATEWAY_PORT and S3_PORT too close together),
+ * before anything starts: a process would otherwise fail on EADDRINUSE after the stack is up. */
+function assertPortsDistinct(): void {
+  const taken = new Map<number, string>();
+  const claim = (port: number, what: string) => {
+    const other = taken.get(port);
+    if (other) {
+      say(`port ${port} would be both ${other} and ${what}: leave more room between API_PORT, GATEWAY_PORT and S3_PORT`);
+      process.exit(1);
+    }
+    taken.set(port, what);
+  };
+  if (edge.on) {
+    claim(publicPorts.api, 'the public REST API');
+    claim(publicPorts.gateway, 'the public gateway');
+    claim(publicPorts.s3, 'the public S3');
+    claim(publicPorts.api + EDGE_REPORT_PORT_OFFSET, "the edge's reports");
+  }
+  for (let n = 0; n < shape.apis; n++) {
+    const p = ports(n);
+    claim(Number(p.API_PORT), `API process ${n + 1}'s REST API`);
+    claim(Number(p.GATEWAY_PORT), `API process ${n + 1}'s gateway`);
+    claim(Number(p.S3_PORT), `API process ${n + 1}'s S3`);
+  }
+}
 
 function say(line: string): void {
   process.stderr.write(`[stupa] ${line}\n`);
@@ -110,6 +168,8 @@ async function shutdown(code: number, why: string): Promise<void> {
   say(`stopping (${why})`);
   abort.abort();
   const stack = await starting?.catch(() => undefined);
+  // The entry first: no new request reaches a process that is stopping.
+  await edgeStop?.();
   await Promise.all(services.map(stopChild));
   await stack?.stop();
   say(`stopped (${((Date.now() - t) / 1000).toFixed(1)} s)`);
@@ -127,6 +187,7 @@ process.on('uncaughtException', (err) => {
 });
 
 async function main(): Promise<void> {
+  if (!stackOnly) assertPortsDistinct();
   fs.mkdirSync(dataDir, { recursive: true });
   ensureMasterKey();
   starting = startStack({
@@ -172,16 +233,14 @@ async function main(): Promise<void> {
     };
   };
   const host = process.env.API_HOST || DEFAULT_API_HOST;
-  const ports = (n: number) => ({
-    API_PORT: String(Number(process.env.API_PORT || DEFAULT_API_PORT) + n),
-    GATEWAY_PORT: String(Number(process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT) + n),
-    S3_PORT: String(Number(process.env.S3_PORT || DEFAULT_S3_PORT) + n),
-  });
   const apiUrls = Array.from({ length: shape.apis }, (_, n) => `http://${host}:${ports(n).API_PORT}`);
-  const apiUrl = apiUrls[0]!;
-  const gatewayUrl =
-    process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${process.env.GATEWAY_PORT || DEFAULT_GATEWAY_PORT}`;
-  const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${process.env.S3_PORT || DEFAULT_S3_PORT}`;
+  const apiUrl = process.env.PUBLIC_URL || (edge.on ? `http://${host}:${publicPorts.api}` : apiUrls[0]!);
+  const gatewayUrl = process.env.GATEWAY_PUBLIC_URL || `http://${DEFAULT_GATEWAY_DOMAIN}:${publicPorts.gateway}`;
+  const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${publicPorts.s3}`;
+  // Behind the edge, the links an API process hands out name the edge.
+  const publicEnv: NodeJS.ProcessEnv = edge.on
+    ? { PUBLIC_URL: apiUrl, GATEWAY_PUBLIC_URL: gatewayUrl, S3_PUBLIC_URL: s3Url, EDGE_SECRET: edge.secret }
+    : {};
   const suffix = (kind: string, n: number) => (n === 0 ? kind : `${kind}-${n + 1}`);
   if (!stackOnly) {
     // Reads of content go to Kubo's gateway, not its API: a wrong address would start a
@@ -198,7 +257,8 @@ async function main(): Promise<void> {
       started[suffix('worker', n)] = worker.pid ?? -1;
     }
     for (let n = 0; n < shape.apis; n++) {
-      const api = runService(suffix('api', n), 'api/main.ts', { ...common, ...wiring(n), ...ports(n) });
+      const reports = edge.on && n === 0 ? { EDGE_REPORT_PORT: String(publicPorts.api + EDGE_REPORT_PORT_OFFSET) } : {};
+      const api = runService(suffix('api', n), 'api/main.ts', { ...common, ...wiring(n), ...ports(n), ...publicEnv, ...reports });
       services.push(api);
       started[suffix('api', n)] = api.pid ?? -1;
     }
@@ -208,6 +268,15 @@ async function main(): Promise<void> {
       doc.services = started;
       doc.apis = apiUrls;
     });
+    if (edge.on)
+      await runEdge(stack, {
+        host,
+        publicPorts,
+        apiUrl,
+        gatewayUrl,
+        s3Url,
+        upstreams: Array.from({ length: shape.apis }, (_, n) => ports(n)),
+      });
   }
   const lines = [
     stackOnly ? 'stack running (no API or worker: npm run api / npm run worker)' : `Stupa is running`,
@@ -215,7 +284,14 @@ async function main(): Promise<void> {
       ? []
       : [
           `  REST API      ${apiUrl}   (OpenAPI: ${apiUrl}/openapi.json, readiness: ${apiUrl}/readyz)`,
-          ...apiUrls.slice(1).map((url, n) => `  REST API ${n + 2}    ${url}   (its gateway and S3 on the ports after the first's)`),
+          ...(edge.on
+            ? [
+                `  edge          Caddy on the public ports below${edge.tls ? ` (TLS: ${edge.tls})` : ''}; config ${path.join(dataDir, 'edge', 'Caddyfile')}`,
+                ...apiUrls.map(
+                  (url, n) => `  API process ${n + 1} ${url}   (its gateway and S3 on the ports after the public ones, by ${n + 1})`,
+                ),
+              ]
+            : apiUrls.slice(1).map((url, n) => `  REST API ${n + 2}    ${url}   (its gateway and S3 on the ports after the first's)`)),
           `  Gateway       ${gatewayUrl}   (each account's is a subdomain: gatewayUrl in GET /user/profile)`,
           `  S3            ${s3Url}   (access key id: an API key's keyPrefix; secret: the full key)`,
         ]),
@@ -232,6 +308,65 @@ async function main(): Promise<void> {
     `Ctrl-C stops everything.`,
   ];
   say(lines.join('\n         '));
+}
+
+/** Starts the edge on the public ports, and starts it again whenever it exits while the service runs. */
+async function runEdge(
+  stack: Stack,
+  plan: {
+    host: string;
+    publicPorts: { api: number; gateway: number; s3: number };
+    apiUrl: string;
+    gatewayUrl: string;
+    s3Url: string;
+    upstreams: { API_PORT: string; GATEWAY_PORT: string; S3_PORT: string }[];
+  },
+): Promise<void> {
+  const { host } = plan;
+  const tls: EdgeTls | undefined = edge.tls
+    ? {
+        mode: edge.tls,
+        apiHost: new URL(plan.apiUrl).hostname,
+        gatewayDomain: new URL(plan.gatewayUrl).hostname,
+        s3Domain: new URL(plan.s3Url).hostname,
+        ...(process.env.EDGE_ACME_EMAIL ? { email: process.env.EDGE_ACME_EMAIL } : {}),
+      }
+    : undefined;
+  const kuboGateways = (stack.peers.length > 0 ? stack.peers.map((p) => p.kuboGatewayUrl) : [stack.endpoints.kuboGatewayUrl ?? '']).map(
+    (u) => new URL(u).host,
+  );
+  const options = {
+    dataDir,
+    host: process.env.EDGE_HOST || host,
+    ports: tls
+      ? {
+          ...plan.publicPorts,
+          api: Number(new URL(plan.apiUrl).port || 443),
+          ...(process.env.EDGE_HTTP_PORT ? { http: Number(process.env.EDGE_HTTP_PORT) } : {}),
+        }
+      : plan.publicPorts,
+    apis: plan.upstreams.map((p) => ({ api: `${host}:${p.API_PORT}`, gateway: `${host}:${p.GATEWAY_PORT}`, s3: `${host}:${p.S3_PORT}` })),
+    kuboGateways,
+    secret: edge.secret,
+    reports: `${host}:${plan.publicPorts.api + EDGE_REPORT_PORT_OFFSET}`,
+    ...(tls ? { tls } : {}),
+    signal: abort.signal,
+    onSpawn: (pid: number) => updateStackFile(dataDir, (doc) => void (doc.pids = { ...doc.pids, edge: pid })),
+  };
+  let current: Edge = await startEdge(options);
+  let restarting = false;
+  edgeStop = () => current.stop();
+  setInterval(() => {
+    if (stopping || restarting || current.process.running()) return;
+    say(`the edge exited; starting it again (its log: ${current.process.logFile})`);
+    restarting = true;
+    startEdge(options)
+      .then((next) => {
+        current = next;
+        restarting = false;
+      })
+      .catch((err: Error) => void shutdown(1, `the edge could not start again: ${err.message}`));
+  }, EDGE_WATCH_MS).unref();
 }
 
 // An aborted start rejects too; shutdown() already runs then and this call does nothing.

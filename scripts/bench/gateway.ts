@@ -66,14 +66,14 @@ export interface GatewayResult {
   unfinished: number;
 }
 
-const median = (values: number[]) => {
+export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
 /** Uploads `size` bytes as the user; the CID and the bytes' SHA-256. */
-async function upload(ctx: BenchContext, size: number, seed: string): Promise<{ cid: string; sha256: string }> {
+export async function upload(ctx: BenchContext, size: number, seed: string): Promise<{ cid: string; sha256: string }> {
   const hash = crypto.createHash('sha256');
   async function* hashed() {
     for await (const chunk of bytes(size, seed)) {
@@ -88,7 +88,7 @@ async function upload(ctx: BenchContext, size: number, seed: string): Promise<{ 
 }
 
 /** Waits for Cluster to pin the content, so no pinning runs during the timed reads. */
-async function awaitPinned(ctx: BenchContext, cid: string): Promise<void> {
+export async function awaitPinned(ctx: BenchContext, cid: string): Promise<void> {
   const cluster = createClusterClient(ctx.endpoints.clusterApiUrl);
   const deadline = Date.now() + 5 * 60_000;
   for (;;) {
@@ -111,7 +111,7 @@ const RECEIVE = Buffer.allocUnsafe(4 * MiB);
  * 1,076). `Connection: close` and a Content-Length answer, as Kubo's gateway and the gateway
  * give for a file: the body ends with the connection.
  */
-function read(
+export function read(
   url: string,
   headers: Record<string, string>,
   hash?: crypto.Hash,
@@ -159,7 +159,7 @@ function read(
 }
 
 /** One autocannon pass; autocannon in this process (the targets are other processes). */
-async function load(url: string, headers: Record<string, string>, duration: number) {
+export async function load(url: string, headers: Record<string, string>, duration: number) {
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration });
   return {
     requests: r.requests.total,
@@ -174,9 +174,9 @@ async function load(url: string, headers: Record<string, string>, duration: numb
     ]),
   };
 }
-type Pass = Awaited<ReturnType<typeof load>>;
+export type Pass = Awaited<ReturnType<typeof load>>;
 
-function figures(passes: Pass[]): LoadFigures {
+export function figures(passes: Pass[]): LoadFigures {
   const statuses = new Map<string, number>();
   for (const p of passes) for (const [k, v] of p.statuses) statuses.set(k, (statuses.get(k) ?? 0) + v);
   return {
@@ -188,7 +188,7 @@ function figures(passes: Pass[]): LoadFigures {
   };
 }
 
-async function meteredBytes(ctx: BenchContext): Promise<number> {
+export async function meteredBytes(ctx: BenchContext): Promise<number> {
   const profile = await apiCall<{ gatewayBandwidthUsedMB?: number }>(ctx, 'GET', '/user/profile');
   return Math.round((profile.gatewayBandwidthUsedMB ?? 0) * MiB);
 }

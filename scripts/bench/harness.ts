@@ -2,6 +2,7 @@
 // directory, as `npm test` starts it), the API and a worker as their own processes, a user
 // made with the admin CLI. Everything started here is stopped, and the directory removed, on
 // every path (also Ctrl-C); a failure prints the last lines of the API's and worker's logs.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,8 +99,13 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
     const { endpoints } = await stackStarting;
     say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
-    const [apiPort, gatewayPort, s3Port] = await freePorts(3);
-    const env = serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!);
+    const [apiPort, gatewayPort, s3Port, reportPort] = await freePorts(4);
+    // Ready for an edge in front (edge.ts): its secret, and the port where the API takes its reports.
+    const env = {
+      ...serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!),
+      EDGE_SECRET: crypto.randomBytes(32).toString('hex'),
+      EDGE_REPORT_PORT: String(reportPort),
+    };
     const services = { logDir, track, signal: abort.signal };
     // BENCH_API_NODE_OPTIONS (BENCH_WORKER_NODE_OPTIONS) goes to the API (worker) process alone, e.g.
     // `--import ./scripts/bench/profile-preload.mjs` with BENCH_PROFILE_DIR for a CPU profile of it.

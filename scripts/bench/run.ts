@@ -19,6 +19,8 @@
 //               events are recorded at (`--analytics` runs only this one)
 //   gateway.ts  1 GiB and 4 KiB (32 clients) reads through an account's gateway vs Kubo's own
 //               gateway, and the API's RSS (`--gateway` runs only this one)
+//   edge.ts     the same reads through the edge (Caddy; bytes from Kubo's gateway, the API
+//               deciding), on shared cores and with Kubo on a core of its own (`--edge`)
 //   s3.ts       4 KiB PutObject/GetObject at 16 clients vs MinIO (s3-small.ts, `--s3-small`),
 //               1 GiB PutObject vs the REST upload, CompleteMultipartUpload of 5 GiB in 8 MiB
 //               parts (`--s3` runs only this one)
@@ -31,6 +33,7 @@
 import os from 'node:os';
 import { analyticsLine, benchAnalytics } from './analytics.js';
 import { benchFileIds, MIGRATE_RECORDS } from './file-ids.js';
+import { benchEdge, edgeBroken, edgeLines } from './edge.js';
 import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
 import { runBench, say, type BenchContext } from './harness.js';
 import { s3Only, s3SmallOnly } from './s3.js';
@@ -149,6 +152,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
   const images = await benchImages(ctx, say);
   const analytics = await benchAnalytics(ctx, say);
   const gateway = await benchGateway(ctx, say);
+  const edge = await benchEdge(ctx, say);
   const lines = [
     uploadLine(upload),
     smallLine(small),
@@ -160,6 +164,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
     imagesLine(images),
     analyticsLine(analytics),
     ...gatewayLines(gateway),
+    ...edgeLines(edge),
   ];
   process.stdout.write(`\n${lines.join('\n')}\n`);
   // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
@@ -169,6 +174,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
     ...imagesBroken(images),
     ...(analytics.correct ? [] : ['GET /analytics did not count the uploads recorded']),
     ...gatewayBroken(gateway),
+    ...edgeBroken(edge),
   ];
   for (const problem of broken) say(`broken: ${problem}`);
   return broken.length > 0 ? 1 : 0;
@@ -260,6 +266,14 @@ function gatewayBroken(r: GatewayResult): string[] {
   ];
 }
 
+async function edgeOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchEdge(ctx, say);
+  process.stdout.write(`\n${[...edgeLines(result), machineLine(ctx.loadStart)].join('\n')}\n`);
+  const broken = edgeBroken(result);
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
 async function gatewayOnly(ctx: BenchContext): Promise<number> {
   const result = await benchGateway(ctx, say);
   process.stdout.write(`\n${[...gatewayLines(result), machineLine(ctx.loadStart)].join('\n')}\n`);
@@ -317,6 +331,7 @@ async function main(): Promise<number> {
   if (args.includes('--analytics')) return runBench(analyticsOnly);
   if (args.includes('--images')) return runBench(imagesOnly);
   if (args.includes('--gateway')) return runBench(gatewayOnly);
+  if (args.includes('--edge')) return runBench(edgeOnly);
   if (args.includes('--s3-small')) return runBench((ctx) => s3SmallOnly(ctx, say, rounds));
   if (args.includes('--s3')) return runBench((ctx) => s3Only(ctx, say));
   if (args.includes('--ipns')) {

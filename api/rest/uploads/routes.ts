@@ -6,6 +6,7 @@ import type { UseCaseDeps } from '../../usecases/deps.js';
 import { beginUpload, type Upload } from '../../usecases/uploads.js';
 import { unsupportedMediaType } from '../errors.js';
 import { restFile } from '../files.js';
+import { contentLinkBase } from '../../usecases/gateway.js';
 import { caller, uploadGuard } from '../http/auth.js';
 import { resource, type RouterOptions } from '../http/routing.js';
 import { parse } from '../http/validate.js';
@@ -80,7 +81,7 @@ export function uploadRoutes(deps: UseCaseDeps, { uploadJsonLimit }: RouterOptio
     const declaredBytes = multipart ? Number(req.headers['content-length'] ?? 0) : undefined;
     const upload = await beginUpload(deps, caller(req), { declaredBytes, grant: req.grant });
     const file = multipart ? await fromMultipart(req, upload, query) : await fromJson(req, res, upload);
-    res.status(201).json(restFile(file, deps.config.gatewayUrl));
+    res.status(201).json(restFile(file, await contentLinkBase(deps, caller(req).user)));
   }
 
   resource(router, '/upload/new', {

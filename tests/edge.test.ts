@@ -1,0 +1,313 @@
+// The edge (Caddy, infra/stack/edge.ts) as the one public entry: what reaches Kubo's gateway
+// (recorded by a relay between the edge and Kubo), bytes metered from the edge's reports and
+// 429 past the plan, the REST API and S3 through it, an API process stopped and the edge
+// killed under load, and TLS from a local CA. The gateway's and its access rules' own cases run
+// through the edge in gateway-edge.test.ts and gateway-access-edge.test.ts.
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { call, createUser, plansFile, type TestUser } from './support/stack.js';
+import { eventually } from './support/worker.js';
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** A request to a port on 127.0.0.1 with the given Host. */
+function request(port: number, host: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path, method, headers: { Host: host, Accept: 'application/json', ...headers } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A relay in front of Kubo's gateway that records every request reaching it. */
+async function recordingKubo(): Promise<{
+  url: string;
+  seen: { url: string; headers: http.IncomingHttpHeaders }[];
+  close(): Promise<void>;
+}> {
+  const kubo = new URL(process.env.STUPA_TEST_KUBO_GATEWAY_URL!);
+  const seen: { url: string; headers: http.IncomingHttpHeaders }[] = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? '', headers: req.headers });
+    const upstream = http.request(
+      { host: kubo.hostname, port: kubo.port, path: req.url, method: req.method, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function account(edged: EdgedApi, plan = 'dharma'): Promise<{ user: TestUser; slug: string }> {
+  const user = await createUser(edged.api, plan);
+  return { user, slug: (await edged.api.deps.db.users.get(user.userId))!.gatewaySlug! };
+}
+
+/** Uploads through the edge's REST API. */
+async function upload(edged: EdgedApi, user: TestUser, content: string | Buffer): Promise<{ cid: string; uris: { gateway: string } }> {
+  const form = new FormData();
+  form.append('file', new Blob([content]), 'f.bin');
+  const res = await fetch(`${edged.urls.api}/upload/new`, { method: 'POST', headers: { 'X-Api-Key': user.apiKey }, body: form });
+  expect(res.status).toBe(201);
+  return (await res.json()) as { cid: string; uris: { gateway: string } };
+}
+
+const read = (edged: EdgedApi, slug: string, path: string, headers: Record<string, string> = {}) =>
+  request(edged.ports.gateway, `${slug}.localhost:${edged.ports.gateway}`, path, headers);
+
+describe('through the edge', () => {
+  let edged: EdgedApi;
+  let kubo: Awaited<ReturnType<typeof recordingKubo>>;
+
+  beforeAll(async () => {
+    kubo = await recordingKubo();
+    edged = await startEdgedApi({ PLANS_FILE: plansFile({ dharma: { gatewayBandwidthMB: 1 } }) }, { kuboGateway: kubo.url });
+  });
+  afterAll(async () => {
+    await edged?.close();
+    await kubo?.close();
+  });
+
+  test("a read the account may not make never reaches Kubo; a reader's token and the edge's own headers never do", async () => {
+    const { user, slug } = await account(edged);
+    const other = await account(edged);
+    const { cid } = await upload(edged, user, 'mine');
+    const theirs = (await upload(edged, other.user, 'theirs')).cid;
+    const token = (await call(edged.api, 'POST', '/gateway-tokens', { key: user.apiKey, body: { name: 'site' } })).body.token as string;
+    await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { tokenRequired: true } });
+    kubo.seen.length = 0;
+
+    expect((await read(edged, slug, `/ipfs/${theirs}?token=${token}`)).status).toBe(410);
+    const refused = await read(edged, slug, `/ipfs/${cid}`);
+    expect([refused.status, JSON.parse(refused.body.toString()).error.reason]).toEqual([401, 'UNAUTHORIZED']);
+    expect(kubo.seen).toEqual([]);
+
+    // A reader cannot choose what the edge asks Kubo for, nor pose as the edge.
+    const forged = await read(edged, slug, `/ipfs/${cid}?token=${token}`, {
+      'X-Stupa-Path': `/ipfs/${theirs}`,
+      'X-Stupa-Account': other.user.userId,
+    });
+    expect([forged.status, forged.body.toString()]).toEqual([200, 'mine']);
+    expect(kubo.seen.map((s) => s.url.replace(/\?$/, ''))).toEqual([`/ipfs/${cid}`]);
+    const headers = Object.keys(kubo.seen[0]!.headers);
+    expect(headers.filter((h) => /^x-stupa|^x-gateway-token|^cookie|^authorization/.test(h))).toEqual([]);
+
+    // The reader's address is the connection's: a forged X-Forwarded-For does not pass an allowlist.
+    await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { tokenRequired: false, ipAllowlist: ['10.0.0.0/8'] } });
+    const spoofed = await read(edged, slug, `/ipfs/${cid}`, { 'X-Forwarded-For': '10.1.2.3' });
+    expect([spoofed.status, JSON.parse(spoofed.body.toString()).error.reason]).toEqual([403, 'IP_NOT_ALLOWED']);
+    // Nor can anyone but the edge ask for a decision.
+    const gatewayPort = new URL(edged.api.gatewayUrl).port;
+    const asked = await request(Number(gatewayPort), `${slug}.localhost`, '/_edge/gateway', { 'X-Forwarded-Uri': `/ipfs/${cid}` });
+    expect(asked.status).toBe(404);
+  });
+
+  test("every byte served counts against the account's bandwidth, from the edge's reports; past the plan, 429", async () => {
+    const { user, slug } = await account(edged);
+    const bytes = Buffer.alloc(400 * 1024, 7);
+    const { cid } = await upload(edged, user, bytes);
+    const sent = async () =>
+      (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+    const whole = await read(edged, slug, `/ipfs/${cid}`);
+    expect(Buffer.compare(whole.body, bytes)).toBe(0);
+    expect((await read(edged, slug, `/ipfs/${cid}`, { Range: 'bytes=0-99' })).body.length).toBe(100);
+    expect((await read(edged, slug, `/ipfs/${cid}`, { 'If-None-Match': `"${cid}"` })).status).toBe(304);
+    await eventually(sent, (n) => n === bytes.length + 100, 10_000, 'bytes metered from the reports');
+    // 400 KiB + 100 B so far; two more whole reads pass 1 MB.
+    for (let i = 0; i < 2; i++) expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(200);
+    await eventually(sent, (n) => n === 3 * bytes.length + 100, 10_000, 'bytes metered from the reports');
+    const limited = await read(edged, slug, `/ipfs/${cid}`);
+    expect([limited.status, JSON.parse(limited.body.toString()).error.reason]).toEqual([429, 'GATEWAY_BANDWIDTH_LIMIT']);
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await sent()).toBe(3 * bytes.length + 100);
+  });
+
+  test("the REST API and S3 answer through the edge, and links name the account's gateway there", async () => {
+    const { user, slug } = await account(edged, 'bodhi');
+    const uploaded = await upload(edged, user, 'linked');
+    expect(uploaded.uris.gateway).toBe(`http://${slug}.localhost:${edged.ports.gateway}/ipfs/${uploaded.cid}`);
+    const profile = (await (await fetch(`${edged.urls.api}/user/profile`, { headers: { 'X-Api-Key': user.apiKey } })).json()) as {
+      gatewayUrl: string;
+    };
+    expect(profile.gatewayUrl).toBe(`http://${slug}.localhost:${edged.ports.gateway}`);
+    const unknown = await fetch(`${edged.urls.api}/no/such/route`);
+    expect(unknown.status).toBe(404);
+    expect(((await unknown.json()) as { error: { reason: string } }).error.reason).toBe('NOT_FOUND');
+
+    const s3 = new S3Client({
+      endpoint: `http://127.0.0.1:${edged.ports.s3}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: user.keyPrefix, secretAccessKey: user.apiKey },
+      maxAttempts: 1,
+    });
+    const bucket = `edge-${Math.random().toString(36).slice(2, 10)}`;
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const body = Buffer.alloc(3 * 1024 * 1024, 'e');
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k.bin', Body: body }));
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k.bin' }));
+    expect(Buffer.compare(Buffer.from(await got.Body!.transformToByteArray()), body)).toBe(0);
+    s3.destroy();
+  });
+});
+
+/** Runs `one`, `concurrency` at a time, calling `midway` once `at` have started and going on
+ * until `after` more have run since `midway` finished; each result says whether its request
+ * started after that. A failed request waits 50 ms before the next, so an outage is not a
+ * tight loop. */
+async function underLoad(concurrency: number, one: () => Promise<number>, at: number, midway: () => Promise<void>, after: number) {
+  const results: { status: number | string; after: boolean }[] = [];
+  let started = 0;
+  let done = false;
+  let since = 0;
+  let interrupted: Promise<void> | undefined;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (since < after) {
+        if (++started === at) interrupted = midway().then(() => void (done = true));
+        const isAfter = done;
+        const status = await one().catch((err: Error & { code?: string }) => err.code ?? err.message);
+        results.push({ status, after: isAfter });
+        if (isAfter) since++;
+        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+    }),
+  );
+  await interrupted;
+  return results;
+}
+
+test('two API processes behind the edge: one stops under load and every request is still answered', async () => {
+  const edged = await startEdgedApi({ PLANS_FILE: plansFile({ dharma: { requestsPerMinute: 100_000 } }) }, { apis: 2 });
+  try {
+    const { user, slug } = await account(edged);
+    const { cid } = await upload(edged, user, 'served by whichever process is up');
+    const one = async () => {
+      const profile = await fetch(`${edged.urls.api}/user/profile`, { headers: { 'X-Api-Key': user.apiKey } });
+      await profile.arrayBuffer();
+      const content = await read(edged, slug, `/ipfs/${cid}`);
+      return profile.status === 200 && content.status === 200 ? 200 : profile.status * 1000 + content.status;
+    };
+    const results = await underLoad(4, one, 60, () => edged.apis[1]!.close().then(() => undefined), 200);
+    expect(results.filter((r) => r.status !== 200)).toEqual([]);
+    expect(results.length).toBeGreaterThan(260);
+  } finally {
+    await edged.close();
+  }
+}, 60_000);
+
+test('the edge killed under load and started again: reads resume and are metered', async () => {
+  const edged = await startEdgedApi();
+  try {
+    const { user, slug } = await account(edged);
+    const { cid } = await upload(edged, user, 'x'.repeat(1000));
+    const results = await underLoad(
+      4,
+      async () => (await read(edged, slug, `/ipfs/${cid}`)).status,
+      100,
+      async () => {
+        process.kill(edged.edge.process.pid, 'SIGKILL');
+        await new Promise((r) => setTimeout(r, 300));
+        await edged.restartEdge();
+      },
+      200,
+    );
+    // While it was down, connections were refused (or cut); once it is back, every read is served.
+    expect(results.filter((r) => r.status !== 200 && r.status !== 'ECONNREFUSED' && r.status !== 'ECONNRESET')).toEqual([]);
+    expect(results.filter((r) => r.status !== 200).length).toBeGreaterThan(0);
+    expect(results.filter((r) => r.after && r.status !== 200)).toEqual([]);
+    // Reads after the restart are served and metered (the report connection is made again).
+    const before = await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31');
+    const counted = () =>
+      edged.api.deps.db.activity
+        .range(user.userId, '2000-01-01', '2999-12-31')
+        .then((d) => d.reduce((s, x) => s + (x.gatewayBytes ?? 0), 0));
+    const base = before.reduce((s, x) => s + (x.gatewayBytes ?? 0), 0);
+    for (let i = 0; i < 5; i++) expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(200);
+    await eventually(counted, (n) => n >= base + 5000, 15_000, 'reads after the restart metered');
+  } finally {
+    await edged.close();
+  }
+}, 60_000);
+
+test('TLS from a local CA: a client that trusts it reads the API and an account gateway; a wrong name is refused', async () => {
+  const tls = { mode: 'internal' as const, apiHost: 'api.stupa.test', gatewayDomain: 'gw.stupa.test', s3Domain: 's3.stupa.test' };
+  const edged = await startEdgedApi({}, { tls });
+  try {
+    const { user, slug } = await account(edged);
+    const ca = (await eventually(
+      async () => (edged.edge.caFile && fs.existsSync(edged.edge.caFile) ? fs.readFileSync(edged.edge.caFile) : null),
+      Boolean,
+      10_000,
+      "the local CA's root certificate",
+    )) as Buffer;
+    const get = (
+      servername: string,
+      path: string,
+      options: { ca?: Buffer; method?: string; body?: string; headers?: Record<string, string> } = {},
+    ) =>
+      new Promise<Reply>((resolve, reject) => {
+        const req = https.request(
+          {
+            host: '127.0.0.1',
+            port: edged.ports.api,
+            servername,
+            path,
+            method: options.method ?? 'GET',
+            headers: { Host: `${servername}:${edged.ports.api}`, ...options.headers },
+            ...(options.ca ? { ca: options.ca } : {}),
+          },
+          (res) => {
+            const parts: Buffer[] = [];
+            res.on('data', (c: Buffer) => parts.push(c));
+            res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+          },
+        );
+        req.on('error', reject);
+        req.end(options.body);
+      });
+    expect((await get('api.stupa.test', '/readyz', { ca })).status).toBe(200);
+    const made = await get('api.stupa.test', '/upload/new', {
+      ca,
+      method: 'POST',
+      body: JSON.stringify({ content: 'over tls', name: 't.txt' }),
+      headers: { 'X-Api-Key': user.apiKey, 'Content-Type': 'application/json' },
+    });
+    expect(made.status).toBe(201);
+    const file = JSON.parse(made.body.toString()) as { cid: string; uris: { gateway: string } };
+    expect(file.uris.gateway).toBe(`https://${slug}.gw.stupa.test:${edged.ports.api}/ipfs/${file.cid}`);
+    const content = await get(`${slug}.gw.stupa.test`, `/ipfs/${file.cid}`, { ca });
+    expect([content.status, content.body.toString()]).toEqual([200, 'over tls']);
+    // Not trusted without the CA; no certificate for a name that is not the service's.
+    await expect(get('api.stupa.test', '/readyz')).rejects.toThrow(/certificate/);
+    await expect(get('evil.example', '/readyz', { ca })).rejects.toThrow();
+  } finally {
+    await edged.close();
+  }
+}, 60_000);
