@@ -13,6 +13,9 @@ const n = (x: number) => Math.round(x).toLocaleString('en');
 
 export const UPLOAD_RATIO_GOAL = 0.9;
 export const UPLOAD_CPU_GOAL = 0.3;
+/** Issue #29: the API's CPU a GiB over the bare Node pipe's, and the ratio to Kubo's add on cores of their own. */
+export const UPLOAD_CPU_OVER_PIPE_GOAL = 1.1;
+export const UPLOAD_SEPARATE_RATIO_GOAL = 0.9;
 export const SMALL_RATIO_GOAL = 0.35;
 /** Issue #27: the service's own CPU (API, FerretDB and worker) per small upload, in ms. */
 export const SMALL_CPU_GOAL_MS = 4;
@@ -24,7 +27,8 @@ export function uploadLine(u: UploadResult): string {
   const met = u.rounds.filter((r) => r.ratio >= UPLOAD_RATIO_GOAL).length;
   const cpu = u.cpu
     ? `  cpu s/GiB: api ${u.cpu.api.toFixed(2)} (goal <= ${UPLOAD_CPU_GOAL}: ${verdict(u.cpu.api <= UPLOAD_CPU_GOAL)}), ` +
-      `bare proxy ${u.cpu.proxy.toFixed(2)}, kubo ${u.cpu.kuboViaApi.toFixed(2)} via api / ${u.cpu.kubo.toFixed(2)} direct, ` +
+      `bare proxy ${u.cpu.proxy.toFixed(2)} (api/bare ${(u.cpu.api / u.cpu.proxy).toFixed(2)}, goal <= ${UPLOAD_CPU_OVER_PIPE_GOAL}: ` +
+      `${verdict(u.cpu.api / u.cpu.proxy <= UPLOAD_CPU_OVER_PIPE_GOAL)}), kubo ${u.cpu.kuboViaApi.toFixed(2)} via api / ${u.cpu.kubo.toFixed(2)} direct, ` +
       `client ${u.cpu.clientViaApi.toFixed(2)} / ${u.cpu.client.toFixed(2)}`
     : '';
   return (
@@ -33,7 +37,11 @@ export function uploadLine(u: UploadResult): string {
     `api ${showSpread(u.apiMBps, 1)} MB/s  kubo ${showSpread(u.kuboMBps, 1)} MB/s  ` +
     `bare node proxy ratio ${showSpread(u.proxyRatio)} (the floor of any proxy in Node)${cpu}  ` +
     `api rss ${mb(u.rssBefore)} -> ${mb(u.rssPeak)} MB (peak${u.peakIsOfUpload ? ' of the uploads' : ' since start'}; ` +
-    `growth ${mb(growth)} MB, goal <= ~100: ${verdict(growth <= 110 * MiB)})  cid ${u.sameCid ? 'same as kubo' : 'DIFFERS from kubo'}`
+    `growth ${mb(growth)} MB, goal <= ~100: ${verdict(growth <= 110 * MiB)})  cid ${u.sameCid ? 'same as kubo' : 'DIFFERS from kubo'}\n` +
+    (u.separate
+      ? `bench: upload 1 GiB   API and Kubo on cores of their own (taskset): ratio ${showSpread(u.separate.ratio)} (${u.separate.rounds.length} rounds; ` +
+        `goal >= ${UPLOAD_SEPARATE_RATIO_GOAL}: ${verdict(u.separate.ratio.median >= UPLOAD_SEPARATE_RATIO_GOAL)})`
+      : 'bench: upload 1 GiB   API and Kubo on cores of their own: not measured (no taskset or one CPU)')
   );
 }
 

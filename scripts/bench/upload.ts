@@ -23,7 +23,7 @@
 // - A third run of each round goes through a bare proxy (bare-proxy.ts: node:http piping the
 //   body to Kubo unread), the floor of any proxy in Node, as bare Express is for status reads:
 //   its ratio to Kubo and its CPU per GiB say how much of the API's cost is its own.
-import { execFile, fork } from 'node:child_process';
+import { execFile, fork, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -38,8 +38,15 @@ import { spread, type Spread } from './spread.js';
 
 export const UPLOAD_SIZE = 1024 * MiB;
 export const ROUNDS = 6;
+/** Rounds with the API and Kubo on cores of their own (taskset), as in a deployment. */
+export const SEPARATE_ROUNDS = 4;
 
 const exec = promisify(execFile);
+
+/** Pins every thread of `pid` to `cpus` (e.g. "0", "0-1"); false when taskset refuses. */
+function pin(pid: number, cpus: string): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
+}
 
 // The unixfs-v1-2025 profile as Kubo's own query flags (infra/constants.ts UNIXFS_ADD_OPTIONS).
 const KUBO_ADD_QUERY =
@@ -57,6 +64,9 @@ export interface UploadResult {
   kuboMBps: Spread;
   /** CPU seconds per GiB: the API process, the bare proxy, Kubo (each path), this client (each path). */
   cpu?: { api: number; proxy: number; kuboViaApi: number; kubo: number; clientViaApi: number; client: number };
+  /** API over Kubo with Kubo's threads on CPU 0 and the API and the client on CPU 1; null
+   * without taskset or a second CPU. */
+  separate: { ratio: Spread; rounds: { api: number; kubo: number }[] } | null;
   sameCid: boolean;
   rssBefore: number;
   rssPeak: number;
@@ -237,6 +247,37 @@ export async function benchUpload(
   // The peak covers every API upload of the rounds.
   const rssPeak = procMemory(apiPid, 'VmHWM');
   await proxy.stop();
+
+  // Kubo alone on CPU 0; the API, this process and the curl it starts (affinity is inherited) on CPU 1.
+  let separate: UploadResult['separate'] = null;
+  if (kuboPid && pin(kuboPid, '0') && pin(apiPid, '1') && pin(process.pid, '1')) {
+    try {
+      const each: { api: number; kubo: number }[] = [];
+      for (let round = 1; round <= SEPARATE_ROUNDS; round++) {
+        const bytesSeed = `${seed}-separate-${round}`;
+        const file = client === 'curl' ? await roundFile(ctx.dataDir, UPLOAD_SIZE, bytesSeed) : undefined;
+        const speed = { api: 0, kubo: 0 };
+        for (const path of round % 2 ? (['kubo', 'api'] as const) : (['api', 'kubo'] as const)) {
+          ctx.signal.throwIfAborted();
+          await exec('sync');
+          const run = await timed(() =>
+            path === 'api' ? apiUpload(ctx, UPLOAD_SIZE, bytesSeed, file) : kuboAdd(kuboApiUrl, UPLOAD_SIZE, bytesSeed, file),
+          );
+          if (path === 'api') await dropApiUpload(ctx, run.value);
+          else await kuboGc(kuboApiUrl);
+          speed[path] = mb / run.seconds;
+        }
+        if (file) fs.rmSync(file, { force: true });
+        each.push(speed);
+        say(
+          `upload: separate cores, round ${round} of ${SEPARATE_ROUNDS}: api ${speed.api.toFixed(1)} MB/s, kubo ${speed.kubo.toFixed(1)} MB/s; ratio ${(speed.api / speed.kubo).toFixed(2)}`,
+        );
+      }
+      separate = { ratio: spread(each.map((r) => r.api / r.kubo)), rounds: each };
+    } finally {
+      for (const pid of [kuboPid, apiPid, process.pid]) pin(pid, '0-1');
+    }
+  } else say('upload: taskset or a second CPU is missing: no separate-cores rounds');
   const perGiB = (t: number) => t / TICKS_PER_SECOND / rounds;
   const cpu = kuboPid
     ? {
@@ -256,6 +297,7 @@ export async function benchUpload(
     apiMBps: spread(results.map((r) => r.api)),
     kuboMBps: spread(results.map((r) => r.kubo)),
     cpu,
+    separate,
     sameCid,
     rssBefore,
     rssPeak,
