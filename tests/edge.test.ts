@@ -174,6 +174,14 @@ describe('through the edge', () => {
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'k.bin' }));
     expect(Buffer.compare(Buffer.from(await got.Body!.transformToByteArray()), body)).toBe(0);
     s3.destroy();
+
+    // On-demand certificates only for the service's names: an account's gateway, a bucket.
+    const gatewayPort = Number(new URL(edged.api.gatewayUrl).port);
+    const ask = async (domain: string) => (await request(gatewayPort, 'localhost', `/_edge/tls-ask?domain=${domain}`)).status;
+    expect(await ask(`${slug}.localhost`)).toBe(200);
+    expect(await ask(`${bucket}.localhost`)).toBe(200);
+    expect(await ask('nobodyhasthisslug.localhost')).toBe(404);
+    expect(await ask('example.com')).toBe(404);
   });
 });
 
@@ -221,6 +229,23 @@ test('two API processes behind the edge: one stops under load and every request 
     await edged.close();
   }
 }, 60_000);
+
+test("every API process down: the edge answers 503 in each surface's error shape, with Retry-After", async () => {
+  const edged = await startEdgedApi();
+  try {
+    await edged.api.close();
+    const api = await request(edged.ports.api, `127.0.0.1:${edged.ports.api}`, '/user/profile');
+    expect([api.status, api.headers['content-type'], api.headers['retry-after']]).toEqual([503, 'application/json; charset=utf-8', '5']);
+    expect(JSON.parse(api.body.toString()).error.reason).toBe('DEPENDENCY_UNAVAILABLE');
+    const gateway = await request(edged.ports.gateway, `someslug.localhost:${edged.ports.gateway}`, '/ipfs/bafkqaaa');
+    expect([gateway.status, JSON.parse(gateway.body.toString()).error.reason]).toEqual([503, 'DEPENDENCY_UNAVAILABLE']);
+    const s3 = await request(edged.ports.s3, `localhost:${edged.ports.s3}`, '/');
+    expect([s3.status, s3.headers['content-type']]).toEqual([503, 'application/xml']);
+    expect(s3.body.toString()).toContain('<Code>ServiceUnavailable</Code>');
+  } finally {
+    await edged.edge.stop();
+  }
+}, 30_000);
 
 test('the edge killed under load and started again: reads resume and are metered', async () => {
   const edged = await startEdgedApi();

@@ -117,7 +117,8 @@ export function startEdgeReports(host: string, port: number, bandwidth: Bandwidt
         port: bound,
         close: () =>
           new Promise<void>((done) => {
-            for (const socket of sockets) socket.end();
+            // Destroyed, not ended: the edge keeps its end open, and only reads come in.
+            for (const socket of sockets) socket.destroy();
             server.close(() => done());
           }),
       });

@@ -177,6 +177,24 @@ function gatewayRoutes(options: EdgeOptions): string[] {
   ];
 }
 
+/**
+ * What the edge answers when it cannot reach any API process (or Kubo for a decided read): the
+ * service's 503 in each surface's error shape, never Caddy's empty 502. Every API process down
+ * is a dependency gone for the reader, and a 503 with Retry-After is what clients retry.
+ */
+function unavailable(surface: 'json' | 's3'): string[] {
+  const body =
+    surface === 's3'
+      ? '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Service is unable to handle request.</Message></Error>`'
+      : '`{"error":{"reason":"DEPENDENCY_UNAVAILABLE","details":"the service is not reachable; retry later"}}`';
+  return block('handle_errors', [
+    `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`,
+    'header Cache-Control no-store',
+    'header Retry-After 5',
+    `respond ${body} 503`,
+  ]);
+}
+
 /** The Caddyfile for `options`. */
 export function edgeCaddyfile(options: EdgeOptions): string {
   const { tls, ports } = options;
@@ -203,14 +221,14 @@ export function edgeCaddyfile(options: EdgeOptions): string {
   const s3 = block(`reverse_proxy ${apis('s3')}`, PASSIVE);
   const lines = tls
     ? [
-        ...site(`https://${tls.apiHost}`, [...siteTls(false), ...api]),
-        ...site(`https://*.${tls.gatewayDomain}`, [...siteTls(true), ...gatewayRoutes(options)]),
-        ...site(`https://${tls.s3Domain}, https://*.${tls.s3Domain}`, [...siteTls(true), ...s3]),
+        ...site(`https://${tls.apiHost}`, [...siteTls(false), ...api, ...unavailable('json')]),
+        ...site(`https://*.${tls.gatewayDomain}`, [...siteTls(true), ...gatewayRoutes(options), ...unavailable('json')]),
+        ...site(`https://${tls.s3Domain}, https://*.${tls.s3Domain}`, [...siteTls(true), ...s3, ...unavailable('s3')]),
       ]
     : [
-        ...site(`http://:${ports.api}`, api),
-        ...site(`http://:${ports.gateway}`, gatewayRoutes(options)),
-        ...site(`http://:${ports.s3}`, s3),
+        ...site(`http://:${ports.api}`, [...api, ...unavailable('json')]),
+        ...site(`http://:${ports.gateway}`, [...gatewayRoutes(options), ...unavailable('json')]),
+        ...site(`http://:${ports.s3}`, [...s3, ...unavailable('s3')]),
       ];
   return ['{', ...global.map((l) => `\t${l}`), '}', ...lines, ''].join('\n');
 }
