@@ -8,31 +8,15 @@ import http from 'node:http';
 import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { hostRequest, type HostReply } from './support/host-request.js';
 import { call, createUser, plansFile, type TestUser } from './support/stack.js';
 import { eventually } from './support/worker.js';
 
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
+type Reply = HostReply;
 
-/** A request to a port on 127.0.0.1 with the given Host. */
-function request(port: number, host: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path, method, headers: { Host: host, Accept: 'application/json', ...headers } },
-      (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (c: Buffer) => parts.push(c));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A request to a port on 127.0.0.1 with the given Host, as a client that wants JSON. */
+const request = (port: number, host: string, path: string, headers: Record<string, string> = {}) =>
+  hostRequest(port, host, path, { headers: { Accept: 'application/json', ...headers } });
 
 /** A relay in front of Kubo's gateway that records every request reaching it. */
 async function recordingKubo(): Promise<{

@@ -2,11 +2,11 @@
 // edge (gateway-edge.test.ts): each account's gateway at `<slug>.localhost`, serving what the
 // account holds through Kubo's gateway with the path gateway specification's behaviour
 // (ranges, ETags, directories, trustless formats), and nothing else.
-import http from 'node:http';
 import { CarBlockIterator } from '@ipld/car';
 import type { ApiServer } from '../../api/server.js';
 import { collect, kubo } from './content.js';
 import { startEdgedApi, type EdgedApi } from './edge.js';
+import { hostRequest, type HostReply } from './host-request.js';
 import { startSecondNode } from './second-node.js';
 import { call, createUser, startTestApi, type TestUser } from './stack.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './worker.js';
@@ -31,32 +31,11 @@ export function gatewayCases(through: 'api' | 'edge'): void {
     await Promise.all([edged ? edged.close() : api?.close(), worker?.kill()]);
   });
 
-  interface GatewayReply {
-    status: number;
-    headers: http.IncomingHttpHeaders;
-    body: Buffer;
-  }
-
   /** A request to the gateway (the API's, or the edge's) with the Host of an account's gateway (`<slug>.localhost`). */
-  function gw(
-    path: string,
-    options: { slug?: string | null; method?: string; headers?: Record<string, string> } = {},
-  ): Promise<GatewayReply> {
-    const url = new URL(edged ? `http://127.0.0.1:${edged.ports.gateway}` : api.gatewayUrl);
-    const host = options.slug === null ? `localhost:${url.port}` : `${options.slug ?? slug}.localhost:${url.port}`;
-    return new Promise((resolve, reject) => {
-      const req = http.request(
-        { host: url.hostname, port: url.port, path, method: options.method ?? 'GET', headers: { Host: host, ...options.headers } },
-        (res) => {
-          const parts: Buffer[] = [];
-          res.on('data', (c: Buffer) => parts.push(c));
-          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
+  function gw(path: string, options: { slug?: string | null; method?: string; headers?: Record<string, string> } = {}): Promise<HostReply> {
+    const port = new URL(edged ? `http://127.0.0.1:${edged.ports.gateway}` : api.gatewayUrl).port;
+    const host = options.slug === null ? `localhost:${port}` : `${options.slug ?? slug}.localhost:${port}`;
+    return hostRequest(port, host, path, options);
   }
 
   async function upload(owner: TestUser, content: string, name = 'hello.txt'): Promise<string> {
