@@ -1,7 +1,7 @@
 // The service under test as production runs it: its environment, wired to the bench's stack
 // (the API and worker processes are started by infra/stack/services.ts), a user made with the
 // admin CLI, and the memory figures of a process.
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -69,6 +69,12 @@ export async function createBenchUser(env: Record<string, string>): Promise<{ us
   const user = JSON.parse(stdout) as { userId?: string; apiKey?: string };
   if (!user.userId || !user.apiKey) throw new Error(`admin CLI gave no user and key: ${stdout}`);
   return { userId: user.userId, apiKey: user.apiKey };
+}
+
+/** Pins every thread of `pid` to `cpus` (e.g. "0", "0-1") with taskset; false when it refuses
+ * (no taskset, one CPU). The benches run some rounds with Kubo on a core of its own. */
+export function pin(pid: number, cpus: string): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
 export const TICKS_PER_SECOND = 100; // USER_HZ: 100 on Linux everywhere Node runs

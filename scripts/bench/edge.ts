@@ -12,12 +12,11 @@
 // 410 at the edge (Kubo has it); the bytes the API metered from the edge's reports are the
 // bytes read through the edge (plus 4 KiB answers in flight when a load pass stopped).
 import crypto from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import { startEdge } from '../../infra/stack/edge.js';
 import { freePorts } from '../../infra/stack/ports.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
-import { cpuTicks, TICKS_PER_SECOND } from './children.js';
+import { cpuTicks, pin, TICKS_PER_SECOND } from './children.js';
 import {
   awaitPinned,
   CONNECTIONS,
@@ -49,11 +48,6 @@ export interface EdgeResult {
   metered: number;
   readThrough: number;
   unfinished: number;
-}
-
-/** Pins every thread of `pid` to `cpus` (e.g. "0", "1", "0-1"); false when taskset refuses. */
-function pin(pid: number, cpus: string): boolean {
-  return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
 }
 
 export async function benchEdge(ctx: BenchContext, say: (line: string) => void): Promise<EdgeResult> {

@@ -23,7 +23,7 @@
 // - A third run of each round goes through a bare proxy (bare-proxy.ts: node:http piping the
 //   body to Kubo unread), the floor of any proxy in Node, as bare Express is for status reads:
 //   its ratio to Kubo and its CPU per GiB say how much of the API's cost is its own.
-import { execFile, fork, spawnSync } from 'node:child_process';
+import { execFile, fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -32,7 +32,7 @@ import { promisify } from 'node:util';
 import { createClusterClient } from '../../infra/cluster.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
-import { cpuTicks, procMemory, resetPeakMemory, TICKS_PER_SECOND } from './children.js';
+import { cpuTicks, pin, procMemory, resetPeakMemory, TICKS_PER_SECOND } from './children.js';
 import type { BenchContext } from './harness.js';
 import { spread, type Spread } from './spread.js';
 
@@ -42,11 +42,6 @@ export const ROUNDS = 6;
 export const SEPARATE_ROUNDS = 4;
 
 const exec = promisify(execFile);
-
-/** Pins every thread of `pid` to `cpus` (e.g. "0", "0-1"); false when taskset refuses. */
-function pin(pid: number, cpus: string): boolean {
-  return spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' }).status === 0;
-}
 
 // The unixfs-v1-2025 profile as Kubo's own query flags (infra/constants.ts UNIXFS_ADD_OPTIONS).
 const KUBO_ADD_QUERY =
