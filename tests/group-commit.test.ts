@@ -85,8 +85,10 @@ test('500 concurrent 1 KiB uploads over two API processes, at a quota that fits 
   expect(stored).toHaveLength(250);
   expect(refused).toHaveLength(250);
   expect(refused.every((r) => r.body.error.reason === 'STORAGE_LIMIT')).toBe(true);
-  // Both processes took part in each outcome.
-  expect(new Set(replies.map((r, i) => `${i % 2} ${r.status}`)).size).toBe(4);
+  // Exactly 250 over two processes is the proof that the quota is counted across them (each
+  // alone would take up to 250). Which process got which outcome is the scheduler's: on a loaded
+  // machine one process may take all 250 before the other answers (seen in CI), so it is not
+  // asserted.
 
   const { db } = a.deps;
   expect(await db.files.model.countDocuments({ userId: user.userId })).toBe(251);
