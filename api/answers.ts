@@ -8,7 +8,7 @@
 // read still passes the surface's checks (api/gateway/app.ts, api/s3/objects.ts: an S3 key is
 // read from its record each time, so an overwritten key is never answered with the old bytes);
 // only the bytes come from here.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES } from '../infra/constants.js';
 
 export interface KeptAnswer {
@@ -16,9 +16,15 @@ export interface KeptAnswer {
   body: Buffer;
 }
 
+/** How many answers known to be too large to keep are remembered (their keys only). */
+const LARGE_KEYS = 10_000;
+
 export function createAnswerMemory(maxBytes = ANSWER_MEMORY_BYTES, maxAnswer = ANSWER_MAX_BYTES) {
   const kept = new Map<string, KeptAnswer>();
   let bytes = 0;
+  // Answers that will never be kept (too large, or not immutable): behind the edge, a read of
+  // one goes to the edge at once instead of to Kubo from here first (api/gateway/app.ts).
+  const large = new Set<string>();
 
   function store(key: string, answer: KeptAnswer): void {
     const old = kept.get(key);
@@ -33,13 +39,29 @@ export function createAnswerMemory(maxBytes = ANSWER_MEMORY_BYTES, maxAnswer = A
     }
   }
 
+  /** Whether an answer with these headers would be kept. */
+  function fits(headers: IncomingHttpHeaders | Record<string, string | string[]>): boolean {
+    const length = Number(headers['content-length']);
+    return String(headers['cache-control'] ?? '').includes('immutable') && Number.isInteger(length) && length <= maxAnswer;
+  }
+
   return {
     /** Where the answer to this read is kept, or null when it may not be (a range, a HEAD). The
      * reader's Accept is part of it: Kubo may answer another format for another Accept. */
-    keyOf(upstreamPath: string, req: IncomingMessage): string | null {
-      if (req.method !== 'GET' || req.headers.range !== undefined || req.headers['if-range'] !== undefined) return null;
-      return `${req.headers.accept ?? ''}\n${upstreamPath}`;
+    keyOf(upstreamPath: string, method: string, headers: IncomingHttpHeaders): string | null {
+      if (method !== 'GET' || headers.range !== undefined || headers['if-range'] !== undefined) return null;
+      return `${headers.accept ?? ''}\n${upstreamPath}`;
     },
+
+    fits,
+
+    /** Remembers that the answer for `key` will not be kept. */
+    markLarge(key: string): void {
+      if (large.size >= LARGE_KEYS) large.delete(large.values().next().value!);
+      large.add(key);
+    },
+
+    isLarge: (key: string) => large.has(key),
 
     /** The kept answer, now the most recently used. */
     get(key: string): KeptAnswer | undefined {
@@ -53,9 +75,8 @@ export function createAnswerMemory(maxBytes = ANSWER_MEMORY_BYTES, maxAnswer = A
 
     /** Gathers an answer as it streams; keeps it at the end if it qualifies. */
     collector(key: string, headers: Record<string, string | string[]>) {
+      if (!fits(headers)) return null;
       const length = Number(headers['content-length']);
-      const immutable = String(headers['cache-control'] ?? '').includes('immutable');
-      if (!immutable || !Number.isInteger(length) || length > maxAnswer) return null;
       const parts: Buffer[] = [];
       let received = 0;
       return {

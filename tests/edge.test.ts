@@ -4,10 +4,9 @@
 // killed under load, and TLS from a local CA. The gateway's and its access rules' own cases run
 // through the edge in gateway-edge.test.ts and gateway-access-edge.test.ts.
 import fs from 'node:fs';
-import http from 'node:http';
 import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { recordingKubo, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { call, createUser, plansFile, type TestUser } from './support/stack.js';
 import { eventually } from './support/worker.js';
@@ -17,35 +16,6 @@ type Reply = HostReply;
 /** A request to a port on 127.0.0.1 with the given Host, as a client that wants JSON. */
 const request = (port: number, host: string, path: string, headers: Record<string, string> = {}) =>
   hostRequest(port, host, path, { headers: { Accept: 'application/json', ...headers } });
-
-/** A relay in front of Kubo's gateway that records every request reaching it. */
-async function recordingKubo(): Promise<{
-  url: string;
-  seen: { url: string; headers: http.IncomingHttpHeaders }[];
-  close(): Promise<void>;
-}> {
-  const kubo = new URL(process.env.STUPA_TEST_KUBO_GATEWAY_URL!);
-  const seen: { url: string; headers: http.IncomingHttpHeaders }[] = [];
-  const server = http.createServer((req, res) => {
-    seen.push({ url: req.url ?? '', headers: req.headers });
-    const upstream = http.request(
-      { host: kubo.hostname, port: kubo.port, path: req.url, method: req.method, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    seen,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 async function account(edged: EdgedApi, plan = 'dharma'): Promise<{ user: TestUser; slug: string }> {
   const user = await createUser(edged.api, plan);
@@ -80,7 +50,9 @@ describe('through the edge', () => {
   test("a read the account may not make never reaches Kubo; a reader's token and the edge's own headers never do", async () => {
     const { user, slug } = await account(edged);
     const other = await account(edged);
-    const { cid } = await upload(edged, user, 'mine');
+    // Larger than the API keeps in memory (api/answers.ts): its bytes come from Kubo by the edge.
+    const mine = Buffer.alloc(100 * 1024, 'm');
+    const { cid } = await upload(edged, user, mine);
     const theirs = (await upload(edged, other.user, 'theirs')).cid;
     const token = (await call(edged.api, 'POST', '/gateway-tokens', { key: user.apiKey, body: { name: 'site' } })).body.token as string;
     await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { tokenRequired: true } });
@@ -96,7 +68,7 @@ describe('through the edge', () => {
       'X-Stupa-Path': `/ipfs/${theirs}`,
       'X-Stupa-Account': other.user.userId,
     });
-    expect([forged.status, forged.body.toString()]).toEqual([200, 'mine']);
+    expect([forged.status, forged.body.equals(mine)]).toEqual([200, true]);
     expect(kubo.seen.map((s) => s.url.replace(/\?$/, ''))).toEqual([`/ipfs/${cid}`]);
     const headers = Object.keys(kubo.seen[0]!.headers);
     expect(headers.filter((h) => /^x-stupa|^x-gateway-token|^cookie|^authorization/.test(h))).toEqual([]);
@@ -130,6 +102,30 @@ describe('through the edge', () => {
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, 1500));
     expect(await sent()).toBe(3 * bytes.length + 100);
+  });
+
+  test('small answers come from the API (read from Kubo once, then kept) through the edge, metered by the API', async () => {
+    const { user, slug } = await account(edged, 'bodhi');
+    const text = 'small and read often';
+    const { cid } = await upload(edged, user, text);
+    const sent = async () =>
+      (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+    kubo.seen.length = 0;
+    const first = await read(edged, slug, `/ipfs/${cid}`);
+    const again = await read(edged, slug, `/ipfs/${cid}`);
+    for (const answer of [first, again]) {
+      expect([answer.status, answer.body.toString(), answer.headers.etag]).toEqual([200, text, `"${cid}"`]);
+      expect(answer.headers['cache-control']).toContain('immutable');
+    }
+    expect((await read(edged, slug, `/ipfs/${cid}`, { 'If-None-Match': `"${cid}"` })).status).toBe(304);
+    // The edge never asked Kubo: the API did, once, and answered the rest from memory.
+    expect(kubo.seen).toEqual([]);
+    // A range is not kept: the edge serves it from Kubo.
+    const ranged = await read(edged, slug, `/ipfs/${cid}`, { Range: 'bytes=0-4' });
+    expect([ranged.status, ranged.body.toString()]).toEqual([206, 'small']);
+    expect(kubo.seen.map((s) => s.headers.range)).toEqual(['bytes=0-4']);
+    // Two whole answers from the API, the range from the edge's report.
+    await eventually(sent, (n) => n === 2 * text.length + 5, 10_000, 'bytes metered');
   });
 
   test("the REST API and S3 answer through the edge, and links name the account's gateway there", async () => {

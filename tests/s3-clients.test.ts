@@ -1,4 +1,5 @@
-// Real S3 clients against the S3 interface: the aws CLI, s3cmd and rclone (each: make a
+// Real S3 clients against the S3 interface at its public address, through the edge as `npm start`
+// serves it (infra/edge): the aws CLI, s3cmd and rclone (each: make a
 // bucket, put, list, get, delete), presigned GET and PUT from @aws-sdk/s3-request-presigner,
 // and a browser on another origin uploading through a presigned URL where the bucket's CORS
 // rules allow it (headless Chromium enforces CORS; nothing here can pretend it did).
@@ -15,7 +16,8 @@ import { cacheDir } from '../infra/stack/binaries.js';
 import { launchBrowser, serveOrigin } from './support/browser.js';
 import { collect, kubo } from './support/content.js';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';
-import { createUser, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { createUser, tempDir, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 const exec = promisify(execFile);
@@ -26,15 +28,21 @@ let user: TestUser;
 let s3: S3Client;
 let dir: string;
 
+let edged: EdgedApi;
+/** The public S3 address: through the edge, as `npm start` serves it. */
+let endpoint: string;
+
 beforeAll(async () => {
-  [api, worker] = await Promise.all([startTestApi(env), startWorkerProcess(env)]);
+  [edged, worker] = await Promise.all([startEdgedApi(env), startWorkerProcess(env)]);
+  api = edged.api;
+  endpoint = `http://127.0.0.1:${edged.ports.s3}`;
   user = await createUser(api, 'bodhi');
-  s3 = s3Client(api, user);
+  s3 = s3Client(api, user, { endpoint });
   dir = tempDir('stupa-s3-clients-');
 });
 afterAll(async () => {
   s3?.destroy();
-  await Promise.all([api?.close(), worker?.kill()]);
+  await Promise.all([edged?.close(), worker?.kill()]);
 });
 
 /** The clients' environment: a custom CA bundle (some machines set AWS_CA_BUNDLE) breaks rclone's plain-HTTP transport. */
@@ -60,7 +68,7 @@ test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, rm, rb', 
   const aws = path.join(cacheDir(), 'awscli-1.46.3', 'bin', 'aws');
   expect(fs.existsSync(aws)).toBe(true); // npm test installs it (scripts/bootstrap.mjs)
   const run = (...args: string[]) =>
-    exec(aws, ['--endpoint-url', api.s3Url, ...args], {
+    exec(aws, ['--endpoint-url', endpoint, ...args], {
       env: {
         ...clientEnv,
         AWS_ACCESS_KEY_ID: user.keyPrefix,
@@ -99,7 +107,7 @@ test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, rm, rb', 
 }, 180_000);
 
 test('s3cmd: mb, put, ls, get, del, rb', async () => {
-  const port = new URL(api.s3Url).port;
+  const port = new URL(endpoint).port;
   const config = path.join(dir, 's3cmd.cfg');
   fs.writeFileSync(
     config,
@@ -136,7 +144,7 @@ test('rclone: mkdir, copy, ls, check (MD5s), copy back, delete, rmdir', async ()
     RCLONE_CONFIG_STUPA_PROVIDER: 'Other',
     RCLONE_CONFIG_STUPA_ACCESS_KEY_ID: user.keyPrefix,
     RCLONE_CONFIG_STUPA_SECRET_ACCESS_KEY: user.apiKey,
-    RCLONE_CONFIG_STUPA_ENDPOINT: api.s3Url,
+    RCLONE_CONFIG_STUPA_ENDPOINT: endpoint,
     RCLONE_CONFIG_STUPA_REGION: 'us-east-1',
   };
   const run = (...args: string[]) => exec('rclone', ['--config', '/dev/null', ...args], { env: { ...clientEnv, ...remote, HOME: dir } });

@@ -28,7 +28,8 @@ import {
 import type { HeldMemory } from '../usecases/held.js';
 import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from '../answers.js';
 import { servesHostName } from '../usecases/edge.js';
-import { allowAtEdge, EDGE_TLS_ASK_PATH, edgeDecision } from './edge.js';
+import { edgeDecision } from '../edge.js';
+import { allowAtEdge, EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from './edge.js';
 import { sendError } from './errors.js';
 
 export interface GatewayDeps extends Pick<UseCaseDeps, 'db' | 'config'> {
@@ -80,7 +81,7 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // The edge asks for an access decision with the reader's request in X-Forwarded-* headers.
-    const edge = edgeDecision(req, config.edge.secret);
+    const edge = edgeDecision(req, config.edge.secret, EDGE_DECISION_PATH);
     if (!edge && req.url?.startsWith(EDGE_TLS_ASK_PATH)) {
       const name = new URL(req.url, 'http://gateway').searchParams.get('domain') ?? '';
       res.writeHead((await servesHostName(deps, name)) ? 200 : 404, { 'Content-Length': '0' }).end();
@@ -128,14 +129,15 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     const target = await gatewayTarget(deps, deps.held, account, namespace, id, folder);
     // The path inside the content as the reader sent it (still percent-encoded), slashes kept.
     const upstreamPath = `/ipfs/${target.cid}${match[3] ?? ''}${kuboQuery(url.searchParams)}`;
-    if (edge) {
-      allowAtEdge(res, { account: account.user._id, upstreamPath, namespace, id, target, cors });
-      return;
-    }
-    const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key: answers.keyOf(upstreamPath, req) };
-
-    const kept = ctx.key ? answers.get(ctx.key) : undefined;
+    const key = answers.keyOf(upstreamPath, method, req.headers);
+    const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key };
+    const kept = key ? answers.get(key) : undefined;
     if (kept) return sendKept(req, res, kept, ctx);
+    // Behind the edge, an answer that may be kept is read from Kubo here first: a small one is
+    // answered (through the edge) and kept, so the next is answered from memory. Every other
+    // read is left to the edge, which serves its bytes from Kubo.
+    const atEdge = () => allowAtEdge(res, { account: account.user._id, upstreamPath, namespace, id, target, cors });
+    if (edge && (!key || answers.isLarge(key))) return atEdge();
 
     // A reader who leaves before the answer is complete stops Kubo's side too; that is no error.
     const abort = new AbortController();
@@ -148,6 +150,12 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     } catch {
       if (abort.signal.aborted) return;
       throw new Unavailable('kubo gateway');
+    }
+    // A whole answer that will not be kept: the edge serves this one and every next one.
+    if (edge && upstream.statusCode === 200 && !answers.fits(upstream.headers)) {
+      upstream.destroy();
+      answers.markLarge(key!);
+      return atEdge();
     }
     relay(upstream, res, ctx);
   }

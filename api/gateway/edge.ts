@@ -1,21 +1,21 @@
 // The gateway's side of the edge (infra/stack/edge.ts). For a read, the edge first asks this
-// gateway for the access decision (Caddy's forward_auth: a GET of /_edge/gateway carrying the
-// reader's Host, headers and, in X-Forwarded-*, its method, URI and address); the same handler
-// that serves reads decides, and either answers the reader itself (an error in its documented
-// shape, which the edge passes on unchanged) or answers 200 with what the edge needs to serve
-// the bytes from Kubo's gateway: the path there, the account to meter, the reader's CORS
-// headers and, for /ipns and /folders, the path and lifetime the reader sees. The edge then
-// reports each answer's size in its access log, sent as JSON lines over TCP to EDGE_REPORT_PORT
-// of one API process, which meters them like the bytes it relays itself.
-import crypto from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+// gateway for the access decision (a GET of /_edge/gateway carrying the reader's Host, headers
+// and, in X-Forwarded-*, its method, URI and address); the same handler that serves reads
+// decides, and either answers the reader itself (an error in its documented shape, or a small
+// answer it keeps in memory: api/gateway/app.ts), which the edge passes on unchanged, or
+// answers with what the edge needs to serve the bytes from Kubo's gateway: the path there, the
+// account to meter, the reader's CORS headers and, for /ipns and /folders, the path and
+// lifetime the reader sees. The edge then reports each answer's size in its access log, sent
+// as JSON lines over TCP to EDGE_REPORT_PORT of one API process, which meters them like the
+// bytes it relays itself.
+import type { ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
 import type { BandwidthMeter } from '../usecases/bandwidth.js';
 import type { GatewayNamespace, GatewayTarget } from '../usecases/gateway.js';
-import { EDGE_DECISION_PATH, EDGE_HEADERS, EDGE_SECRET_HEADER } from '../../infra/edge/protocol.js';
+import { EDGE_HEADERS } from '../../infra/edge/protocol.js';
 
-export { EDGE_TLS_ASK_PATH } from '../../infra/edge/protocol.js';
+export { EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from '../../infra/edge/protocol.js';
 
 const CORS_COPIES: [string, string][] = [
   ['Access-Control-Allow-Origin', EDGE_HEADERS.corsOrigin],
@@ -23,27 +23,6 @@ const CORS_COPIES: [string, string][] = [
   ['Access-Control-Allow-Methods', EDGE_HEADERS.corsMethods],
   ['Vary', EDGE_HEADERS.vary],
 ];
-
-export interface EdgeRequest {
-  method: string;
-  uri: string;
-  ip: string;
-}
-
-const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
-
-/** The reader's request when this is the edge asking (its path and secret); null otherwise. */
-export function edgeDecision(req: IncomingMessage, secret: string | null): EdgeRequest | null {
-  if (!secret || !(req.url ?? '').startsWith(EDGE_DECISION_PATH)) return null;
-  const given = Buffer.from(first(req.headers[EDGE_SECRET_HEADER]) ?? '');
-  const expected = Buffer.from(secret);
-  // Without the secret this path is an ordinary (unknown) gateway path, answered 404 as such.
-  if (given.length !== expected.length || !crypto.timingSafeEqual(given, expected)) return null;
-  // Caddy sets X-Forwarded-For to the address it got the connection from, ignoring the
-  // reader's own header (no trusted_proxies in its configuration).
-  const ip = (first(req.headers['x-forwarded-for']) ?? '').split(',').pop()!.trim();
-  return { method: first(req.headers['x-forwarded-method']) ?? 'GET', uri: first(req.headers['x-forwarded-uri']) ?? '/', ip };
-}
 
 /** Answers an allowing decision: 200, empty, with the headers the edge copies. */
 export function allowAtEdge(

@@ -12,6 +12,7 @@ import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfigur
 import type { Caller } from '../usecases/deps.js';
 import { getObjectAttributesHandler } from './attributes.js';
 import { authenticate } from './auth.js';
+import { takeEdgeDecision } from './edge.js';
 import * as buckets from './buckets.js';
 import type { S3Context, S3Deps } from './context.js';
 import { S3Error, type S3ErrorCode } from './errors.js';
@@ -181,7 +182,7 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     res.end();
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, requestId: string, edge: boolean): Promise<void> {
     const { bucket, key } = addressOf(req, config.s3.domain);
     const method = req.method ?? 'GET';
     if (method === 'OPTIONS') return preflight(req, res, bucket);
@@ -201,7 +202,7 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     if (rate.exceeded) throw new S3Error('SlowDown', 'Please reduce your request rate.', {}, { 'retry-after': String(rate.resetS) });
     // Accepted: the client may send the body now (server.ts leaves 100-continue to this point).
     if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') res.writeContinue();
-    const ctx: S3Context = { deps, req, res, query, bucket, key, requestId, caller, auth };
+    const ctx: S3Context = { deps, req, res, query, bucket, key, requestId, caller, auth, edge };
     if ('service' in target) return target.service!(ctx);
     if ('bucket' in target) return target.bucket!(ctx, bucket!);
     return target.object!(ctx, bucket!, key!);
@@ -230,6 +231,7 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     res.setHeader('x-amz-request-id', requestId);
     res.setHeader('x-amz-id-2', requestId);
     res.setHeader('server', 'Stupa');
-    handle(req, res, requestId).catch((err: unknown) => answerError(req, res, requestId, err));
+    const edge = takeEdgeDecision(req, config.edge.secret);
+    handle(req, res, requestId, edge).catch((err: unknown) => answerError(req, res, requestId, err));
   };
 }

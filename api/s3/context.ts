@@ -31,6 +31,8 @@ export interface S3Context {
   requestId: string;
   caller: Caller;
   auth: Authenticated;
+  /** The edge asks (api/s3/edge.ts): GetObject may leave a large object's bytes to it. */
+  edge: boolean;
 }
 
 export function sendXml(ctx: S3Context, status: number, root: string, body: object, headers: Record<string, string> = {}): void {

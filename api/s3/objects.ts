@@ -2,6 +2,7 @@
 // Bytes go in through the upload use-case (verified on the way: api/s3/body.ts) and come out of
 // Kubo's own gateway (infra/kubo-gateway.ts), which serves ranges of UnixFS files.
 import { pipeline } from 'node:stream/promises';
+import { ANSWER_MAX_BYTES } from '../../infra/constants.js';
 import { copyObject, deleteObject, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
@@ -16,6 +17,7 @@ import {
   sendXml,
   type S3Context,
 } from './context.js';
+import { edgeObjectHeaders } from './edge.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';
 import { parseXml } from './xml.js';
@@ -182,6 +184,12 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
   // A whole small object's bytes may be in memory: they are its CID's, which never change.
   const memoryKey = range || ctx.req.method !== 'GET' ? null : `/ipfs/${object.cid}`;
   const kept = memoryKey ? ctx.deps.answers.get(memoryKey) : undefined;
+  // Behind the edge, only a small whole object is answered here (and kept); the edge reads
+  // every other answer's bytes from Kubo itself (api/s3/edge.ts).
+  if (ctx.edge && !kept && !(memoryKey && object.size <= ANSWER_MAX_BYTES)) {
+    sendEmpty(ctx, status, edgeObjectHeaders(headers, object.cid, range));
+    return;
+  }
   if (kept) {
     ctx.res.writeHead(status, { ...headers, 'content-length': length });
     ctx.res.end(kept.body);

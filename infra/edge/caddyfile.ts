@@ -3,11 +3,13 @@
 //   - the REST API and S3 to the API processes, balanced, with health checks (the API's
 //     /readyz actively, every surface passively: a process that refuses connections is
 //     skipped and the request retried on the next);
-//   - a gateway read (GET/HEAD) first to the access decision (forward_auth: the gateway of an
-//     API process, api/gateway/edge.ts) and, when allowed, straight to a Kubo gateway that
-//     holds the content, so the bytes never pass through Node; a refusal is the decision's own
-//     answer, in its documented shape. Every other gateway request (CORS preflights, other
-//     methods) goes to the API's gateway as a whole;
+//   - a gateway read (GET/HEAD) first to the access decision (the gateway of an API process,
+//     api/gateway/edge.ts) and, when allowed, straight to a Kubo gateway that holds the
+//     content, so the bytes never pass through Node; a refusal, or a small answer the API keeps
+//     in memory, is the decision's own answer. Every other gateway request (CORS preflights,
+//     other methods) goes to the API's gateway as a whole;
+//   - an S3 GET likewise to S3's decision (api/s3/edge.ts), which answers everything but the
+//     bytes of a large object or a range; those come from Kubo with the object's headers;
 //   - its access log of gateway reads (each answer's size and account) as JSON lines to the
 //     API process that meters them (EDGE_REPORT_PORT).
 // With `tls`, the public names get certificates: `internal` from Caddy's own local CA (tests,
@@ -17,8 +19,8 @@
 //
 // Why Caddy: it measured 0.55–0.65 CPU s per GiB relayed here against HAProxy's 0.38–0.48
 // (#29), but HAProxy 2.6 has no access-decision hook without a Lua script of our own, and Caddy
-// has forward_auth, health checks, TLS with its own CA and ACME, and a net log writer built in.
-import { EDGE_DECISION_PATH, EDGE_HEADERS, EDGE_SECRET_HEADER, EDGE_TLS_ASK_PATH } from './protocol.js';
+// has a reverse proxy that can act on its upstream's answer (forward_auth, handle_response), health checks, TLS with its own CA and ACME, and a net log writer built in.
+import { EDGE_DECISION_PATH, EDGE_HEADERS, EDGE_S3_DECISION_PATH, EDGE_SECRET_HEADER, EDGE_TLS_ASK_PATH } from './protocol.js';
 
 /** One API process's three surfaces, as host:port. */
 export interface EdgeUpstream {
@@ -68,8 +70,39 @@ const block = (head: string, lines: string[], indent = ''): string[] => [
   `${indent}}`,
 ];
 
-/** The answer for a failure of Kubo's gateway, in the gateway's error shape (api/gateway/errors.ts). */
-function kuboFailure(): string[] {
+type Surface = 'gateway' | 's3';
+
+/** The answer for a failure of Kubo's gateway, in the surface's error shape (api/gateway/errors.ts,
+ * api/s3/errors.ts). For S3 every failure is the store's: the object's record said the bytes are there. */
+function kuboFailure(surface: Surface): string[] {
+  if (surface === 's3') {
+    const xml =
+      '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>the content store could not read this object; retry later</Message></Error>`';
+    // The object's headers, copied from the decision, do not describe an error.
+    const objectHeaders = [
+      'Etag',
+      'Last-Modified',
+      'Cache-Control',
+      'Expires',
+      'Content-Disposition',
+      'Content-Encoding',
+      'Content-Language',
+      'Accept-Ranges',
+      'X-Amz-Meta-*',
+      'X-Amz-Checksum-*',
+      'X-Amz-Mp-Parts-Count',
+    ];
+    return [
+      '@failed status 3xx 4xx 5xx',
+      ...block('handle_response @failed', [
+        ...objectHeaders.map((h) => `header -${h}`),
+        'header Content-Type application/xml',
+        'header Cache-Control no-store',
+        'header Retry-After 5',
+        `respond ${xml} 503`,
+      ]),
+    ];
+  }
   const json = (reason: string, details: string) => `\`{"error":{"reason":"${reason}","details":"${details}"}}\``;
   const respond = (status: string, reason: string, details: string) => [
     'header Content-Type "application/json; charset=utf-8"',
@@ -92,35 +125,69 @@ function kuboFailure(): string[] {
   ];
 }
 
-/** Kubo's answer passed on: what the reader asked for, Kubo's CORS and server headers dropped,
- * and a 404 asking the next peer (nested, one level per peer). */
-function kuboProxy(gateways: string[]): string[] {
+/** What the reader sent that Kubo is never given. Kubo reads X-Forwarded-Host as the name a
+ * subdomain or DNSLink gateway was asked for: with an account's host there, it looked the name
+ * up in DNS (5 s stalls offline, measured). For S3, the reader's conditions were the decision's
+ * (on the object's ETag, not Kubo's) and its Accept must not ask Kubo for a CAR. */
+function notForKubo(surface: Surface): string[] {
+  const common = [
+    'X-Forwarded-Host',
+    'X-Forwarded-Proto',
+    'X-Forwarded-For',
+    'Cookie',
+    'Authorization',
+    'Origin',
+    ...Object.values(EDGE_HEADERS),
+  ];
+  if (surface === 'gateway') return [...common, 'X-Gateway-Token'];
+  return [
+    ...common,
+    'X-Amz-*',
+    'Accept',
+    'Accept-Encoding',
+    'If-Match',
+    'If-None-Match',
+    'If-Modified-Since',
+    'If-Unmodified-Since',
+    'If-Range',
+  ];
+}
+
+/** What Kubo answers that the reader does not get: its CORS and server headers; for S3 every
+ * header but the length and range, as the decision's (the object's) are the reader's. */
+function notFromKubo(surface: Surface): string[] {
+  const common = ['Access-Control-*', 'Server'];
+  if (surface === 'gateway') return common;
+  return [
+    ...common,
+    'Etag',
+    'Content-Type',
+    'Cache-Control',
+    'Last-Modified',
+    'Accept-Ranges',
+    'Content-Disposition',
+    'Vary',
+    'X-Ipfs-*',
+    'X-Content-Type-Options',
+    'Timing-Allow-Origin',
+  ];
+}
+
+/** Kubo's answer passed on, and a 404 asking the next peer (nested, one level per peer). */
+function kuboProxy(gateways: string[], surface: Surface): string[] {
   const [here, ...rest] = gateways;
   const lines = [
     // A path-gateway request: Kubo treats a Host of localhost as its subdomain gateway.
     'header_up Host {upstream_hostport}',
-    // Kubo reads X-Forwarded-Host as the name a subdomain or DNSLink gateway was asked for:
-    // with an account's host there, it looked the name up in DNS (5 s stalls offline, measured).
-    ...[
-      'X-Forwarded-Host',
-      'X-Forwarded-Proto',
-      'X-Forwarded-For',
-      'X-Gateway-Token',
-      'Cookie',
-      'Authorization',
-      'Origin',
-      ...Object.values(EDGE_HEADERS),
-    ].map((h) => `header_up -${h}`),
-    ...[
-      'Access-Control-Allow-Origin',
-      'Access-Control-Allow-Methods',
-      'Access-Control-Allow-Headers',
-      'Access-Control-Expose-Headers',
-      'Server',
-    ].map((h) => `header_down -${h}`),
+    ...notForKubo(surface).map((h) => `header_up -${h}`),
+    ...notFromKubo(surface).map((h) => `header_down -${h}`),
     // /ipns/<name> and /folders/<name> keep the reader's path (a no-op for /ipfs/<cid>).
-    `header_down X-Ipfs-Path "^/ipfs/[^/?]+" "{http.request.header.${EDGE_HEADERS.prefix}}"`,
-    `header_down Location "^/ipfs/[^/?]+" "{http.request.header.${EDGE_HEADERS.prefix}}"`,
+    ...(surface === 'gateway'
+      ? [
+          `header_down X-Ipfs-Path "^/ipfs/[^/?]+" "{http.request.header.${EDGE_HEADERS.prefix}}"`,
+          `header_down Location "^/ipfs/[^/?]+" "{http.request.header.${EDGE_HEADERS.prefix}}"`,
+        ]
+      : []),
     'transport http {',
     '\tkeepalive 60s',
     '\tkeepalive_idle_conns 128',
@@ -128,9 +195,71 @@ function kuboProxy(gateways: string[]): string[] {
     // default 4 KiB buffer and a flush after every write (npm run bench -- --edge).
     '\tread_buffer 256KiB',
     '}',
-    ...(rest.length > 0 ? ['@elsewhere status 404', ...block('handle_response @elsewhere', kuboProxy(rest))] : kuboFailure()),
+    ...(rest.length > 0
+      ? ['@elsewhere status 404', ...block('handle_response @elsewhere', kuboProxy(rest, surface))]
+      : kuboFailure(surface)),
   ];
   return block(`reverse_proxy ${here}`, lines);
+}
+
+/**
+ * Asks the service for the decision on a read: the request, as the reader sent it, goes to
+ * `path` on one of `upstreams` (a GET, with the reader's method and URI in X-Forwarded-* and the
+ * edge's secret). An answer carrying X-Stupa-Path allows the edge to serve the bytes from Kubo:
+ * those of `copies` it carries become request headers for what follows, and `onAllow` runs.
+ * Any other answer (an error, or the service's own answer with its body) passes to the reader
+ * unchanged. Written out rather than with forward_auth, whose "allowed" is any 2xx: here a 200
+ * with a body (a small answer from the service's memory, an S3 listing) is an answer.
+ */
+function decision(upstreams: string, path: string, secret: string, copies: string[], onAllow: string[] = []): string[] {
+  return [
+    // Only the decision sets these: a reader's own are dropped first.
+    ...copies.map((h) => `request_header -${h}`),
+    ...block(`reverse_proxy ${upstreams}`, [
+      'method GET',
+      `rewrite ${path}`,
+      `header_up ${EDGE_SECRET_HEADER} "${secret}"`,
+      'header_up X-Forwarded-Method {method}',
+      'header_up X-Forwarded-Uri {uri}',
+      ...PASSIVE,
+      `@allow header ${EDGE_HEADERS.path} *`,
+      ...block('handle_response @allow', [
+        // Copied only when the decision gave them (as forward_auth does): an empty header is absent.
+        ...copies.flatMap((h, i) => [`@given${i} not vars {rp.header.${h}} ""`, `request_header @given${i} ${h} {rp.header.${h}}`]),
+        ...onAllow,
+      ]),
+    ]),
+  ];
+}
+
+/**
+ * S3: every GET is first a decision of the S3 surface (api/s3/edge.ts). When it allows the
+ * edge to serve an object's bytes, its headers (the object's) are the reader's and the bytes
+ * (the range it names) come from Kubo. Other methods go to the API's S3 as a whole: uploads
+ * keep their path through the API.
+ */
+function s3Routes(options: EdgeOptions): string[] {
+  const decisions = options.apis.map((a) => a.s3).join(' ');
+  const { path, range } = EDGE_HEADERS;
+  const route = [
+    ...decision(
+      decisions,
+      EDGE_S3_DECISION_PATH,
+      options.secret,
+      [path, range],
+      [...block('copy_response_headers', [`exclude Content-Length Date Connection Keep-Alive ${path} ${range}`])],
+    ),
+    'request_header -Range',
+    `@ranged header_regexp ${range} ^bytes=`,
+    `request_header @ranged Range {http.request.header.${range}}`,
+    `rewrite * {http.request.header.${path}}`,
+    ...kuboProxy(options.kuboGateways, 's3'),
+  ];
+  return [
+    '@read method GET',
+    ...block('handle @read', block('route', route)),
+    ...block('handle', block(`reverse_proxy ${decisions}`, PASSIVE)),
+  ];
 }
 
 function gatewayRoutes(options: EdgeOptions): string[] {
@@ -143,16 +272,7 @@ function gatewayRoutes(options: EdgeOptions): string[] {
     ['cache', EDGE_HEADERS.cache, 'Cache-Control'],
   ];
   const route = [
-    // Only the decision sets these: a reader's own are dropped first.
-    ...copies.map((h) => `request_header -${h}`),
-    ...block(`forward_auth ${decisions}`, [
-      `uri ${EDGE_DECISION_PATH}`,
-      `header_up ${EDGE_SECRET_HEADER} "${options.secret}"`,
-      `copy_headers ${copies.join(' ')}`,
-      'lb_policy round_robin',
-      'lb_retries 3',
-      'fail_duration 10s',
-    ]),
+    ...decision(decisions, EDGE_DECISION_PATH, options.secret, copies),
     ...(options.reports ? [`log_append account {http.request.header.${EDGE_HEADERS.account}}`] : []),
     ...responseHeaders.flatMap(([name, copy, header]) => [
       `@${name} header ${copy} *`,
@@ -161,7 +281,7 @@ function gatewayRoutes(options: EdgeOptions): string[] {
     `@vary header ${EDGE_HEADERS.vary} *`,
     ...block('header @vary', [`+Vary "{http.request.header.${EDGE_HEADERS.vary}}"`, 'defer']),
     `rewrite * {http.request.header.${EDGE_HEADERS.path}}`,
-    ...kuboProxy(options.kuboGateways),
+    ...kuboProxy(options.kuboGateways, 'gateway'),
   ];
   return [
     '@read method GET HEAD',
@@ -218,7 +338,7 @@ export function edgeCaddyfile(options: EdgeOptions): string {
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
   const site = (address: string, lines: string[]) => ['', ...block(address, lines)];
   const api = block(`reverse_proxy ${apis('api')}`, [...PASSIVE, ...HEALTH]);
-  const s3 = block(`reverse_proxy ${apis('s3')}`, PASSIVE);
+  const s3 = s3Routes(options);
   const lines = tls
     ? [
         ...site(`https://${tls.apiHost}`, [...siteTls(false), ...api, ...unavailable('json')]),

@@ -1,7 +1,10 @@
-// What the edge (infra/edge/caddyfile.ts) and the service's gateway (api/gateway/edge.ts) agree
-// on: where the edge asks, how it proves it is the edge, and the headers of an allowing
-// decision, which the edge copies into its request to Kubo's gateway and its access log.
+// What the edge (infra/edge/caddyfile.ts) and the service's surfaces (api/gateway/edge.ts,
+// api/s3/edge.ts) agree on: where the edge asks, how it proves it is the edge, and the headers
+// of an allowing decision, which the edge copies into its request to Kubo's gateway and its
+// access log.
 export const EDGE_DECISION_PATH = '/_edge/gateway';
+/** S3's decision, on the S3 port: a GET as the reader sent it (its method and URI in X-Forwarded-*). */
+export const EDGE_S3_DECISION_PATH = '/_edge/s3';
 /** Caddy's on-demand TLS asks here whether a name is the service's (api/usecases/edge.ts). */
 export const EDGE_TLS_ASK_PATH = '/_edge/tls-ask';
 export const EDGE_SECRET_HEADER = 'x-stupa-edge-secret';
@@ -9,7 +12,10 @@ export const EDGE_SECRET_HEADER = 'x-stupa-edge-secret';
 /** The headers of an allowing decision, copied by the edge into its request to Kubo's gateway. */
 export const EDGE_HEADERS = {
   account: 'X-Stupa-Account',
+  /** The path (and query, possibly empty) to ask Kubo's gateway for; its presence is the "allowed". */
   path: 'X-Stupa-Path',
+  /** S3: the Range to ask Kubo for (`bytes=<first>-<last>`), or `none` for the whole content. */
+  range: 'X-Stupa-Range',
   /** What replaces `/ipfs/<cid>` in X-Ipfs-Path and Location: the reader's `/ipns/<name>` or `/folders/<name>`. */
   prefix: 'X-Stupa-Prefix',
   /** For /ipns and /folders: the Cache-Control the reader gets (the name's lifetime, not the content's). */
