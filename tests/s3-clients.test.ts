@@ -64,7 +64,7 @@ async function sameBytesInKubo(bucket: string, key: string, file: string) {
   expect((await collect(kubo().cat(cid!))).equals(fs.readFileSync(file))).toBe(true);
 }
 
-test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, rm, rb', async () => {
+test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, cp within S3 (multipart copy), rm, rb', async () => {
   const aws = path.join(cacheDir(), 'awscli-1.46.3', 'bin', 'aws');
   expect(fs.existsSync(aws)).toBe(true); // npm test installs it (scripts/bootstrap.mjs)
   const run = (...args: string[]) =>
@@ -92,6 +92,10 @@ test('the aws CLI: mb, cp (a 20 MiB file goes multipart), ls, cp back, rm, rb', 
   const back = path.join(dir, 'aws-back.bin');
   await run('s3', 'cp', `s3://${bucket}/dir/big.bin`, back);
   expect(md5(back)).toBe(md5(big));
+  // A copy within S3 of more than 8 MiB is a multipart copy (UploadPartCopy): the same bytes, the same CID.
+  await run('s3', 'cp', `s3://${bucket}/dir/big.bin`, `s3://${bucket}/dir/copy.bin`);
+  expect((await api.deps.db.objects.get(bucket, 'dir/copy.bin'))!.parts).toBeGreaterThan(1);
+  expect(await objectCid(bucket, 'dir/copy.bin')).toBe(await objectCid(bucket, 'dir/big.bin'));
   // With a checksum: a SHA256 multipart upload is S3's composite of its 8 MiB parts' SHA-256s.
   await run('s3', 'cp', '--checksum-algorithm', 'SHA256', big, `s3://${bucket}/dir/summed.bin`);
   const head = JSON.parse(

@@ -3,6 +3,7 @@
 // listings, retries and aborts, the parts' storage reservation, a worker killed during a
 // completion, and the cleanup of abandoned uploads.
 import crypto from 'node:crypto';
+import zlib from 'node:zlib';
 import { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
@@ -16,11 +17,13 @@ import {
   ListPartsCommand,
   PutObjectCommand,
   UploadPartCommand,
+  UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { cleanAbandonedUploads } from '../api/usecases/s3/multipart.js';
 import { bytes, collect, kuboCid, MiB } from './support/content.js';
-import { bucketName, s3Failure, s3Suite } from './support/s3.js';
+import { bucketName, s3Client, s3Failure, s3Suite } from './support/s3.js';
+import { createUser } from './support/stack.js';
 import { eventually, startWorkerProcess } from './support/worker.js';
 
 const t = s3Suite('mpu');
@@ -165,6 +168,88 @@ test('part rules: EntityTooSmall at completion, InvalidPart, InvalidPartOrder; L
     status: 404,
   });
   expect(await t.api.deps.db.multipart.parts.countDocuments({ uploadId: UploadId }).exec()).toBe(0);
+});
+
+test('UploadPartCopy: parts made of ranges of objects; the copy has the CID of the same bytes; ranges, conditions and owners checked', async () => {
+  const source = crypto.randomBytes(6 * MiB + 1000);
+  await t.s3.send(new PutObjectCommand({ Bucket: t.bucket, Key: 'copy/source.bin', Body: source }));
+  const head = await t.s3.send(new HeadObjectCommand({ Bucket: t.bucket, Key: 'copy/source.bin' }));
+  const { UploadId } = await t.s3.send(
+    new CreateMultipartUploadCommand({ Bucket: t.bucket, Key: 'copy/copied.bin', ChecksumAlgorithm: 'CRC32' }),
+  );
+  const copy = (PartNumber: number, CopySourceRange?: string, extra: Record<string, string> = {}) =>
+    t.s3.send(
+      new UploadPartCopyCommand({
+        Bucket: t.bucket,
+        Key: 'copy/copied.bin',
+        UploadId,
+        PartNumber,
+        CopySource: `${t.bucket}/copy/source.bin`,
+        ...(CopySourceRange ? { CopySourceRange } : {}),
+        ...extra,
+      }),
+    );
+  const first = await copy(1, `bytes=0-${5 * MiB - 1}`, { CopySourceIfMatch: head.ETag! });
+  const second = await copy(2, `bytes=${5 * MiB}-${source.length - 1}`);
+  const partOne = source.subarray(0, 5 * MiB);
+  const partTwo = source.subarray(5 * MiB);
+  expect(first.CopyPartResult!.ETag).toBe(`"${md5(partOne).toString('hex')}"`);
+  expect(second.CopyPartResult!.ETag).toBe(`"${md5(partTwo).toString('hex')}"`);
+  const crc32 = (data: Buffer) =>
+    Buffer.from(new Uint32Array([zlib.crc32(data)]).buffer)
+      .reverse()
+      .toString('base64');
+  expect(first.CopyPartResult!.ChecksumCRC32).toBe(crc32(partOne));
+
+  // Ranges S3 refuses, a condition that fails, another account's source.
+  for (const range of ['0-2', 'bytes=0', 'bytes=hello-world', 'bytes=0-bar', 'bytes=hello-', 'bytes=0-2,3-5', 'bytes=5-2']) {
+    expect(await s3Failure(copy(3, range))).toMatchObject({ code: 'InvalidArgument', status: 400 });
+  }
+  expect(await s3Failure(copy(3, `bytes=0-${source.length}`))).toMatchObject({ code: 'InvalidRange' });
+  expect(await s3Failure(copy(3, undefined, { CopySourceIfMatch: '"0123"' }))).toMatchObject({ code: 'PreconditionFailed', status: 412 });
+  expect(await s3Failure(copy(3, undefined, { CopySourceIfNoneMatch: head.ETag! }))).toMatchObject({ code: 'PreconditionFailed' });
+  const other = await createUser(t.api, 'bodhi');
+  const theirs = s3Client(t.api, other);
+  const otherBucket = bucketName('theirs');
+  await theirs.send(new CreateBucketCommand({ Bucket: otherBucket }));
+  await theirs.send(new PutObjectCommand({ Bucket: otherBucket, Key: 'secret.bin', Body: 'not yours' }));
+  expect(
+    await s3Failure(
+      t.s3.send(
+        new UploadPartCopyCommand({
+          Bucket: t.bucket,
+          Key: 'copy/copied.bin',
+          UploadId,
+          PartNumber: 3,
+          CopySource: `${otherBucket}/secret.bin`,
+        }),
+      ),
+    ),
+  ).toMatchObject({ code: 'AccessDenied' });
+  theirs.destroy();
+
+  await t.s3.send(
+    new CompleteMultipartUploadCommand({
+      Bucket: t.bucket,
+      Key: 'copy/copied.bin',
+      UploadId,
+      MultipartUpload: {
+        Parts: [
+          { PartNumber: 1, ETag: first.CopyPartResult!.ETag, ChecksumCRC32: first.CopyPartResult!.ChecksumCRC32 },
+          { PartNumber: 2, ETag: second.CopyPartResult!.ETag, ChecksumCRC32: second.CopyPartResult!.ChecksumCRC32 },
+        ],
+      },
+    }),
+  );
+  const got = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'copy/copied.bin' }));
+  expect(Buffer.from(await got.Body!.transformToByteArray()).equals(source)).toBe(true);
+  expect(got.ETag).toBe(s3Etag([partOne, partTwo]));
+  // The same bytes, the same CID: the source's.
+  const cids = await Promise.all(
+    ['copy/source.bin', 'copy/copied.bin'].map(async (k) => (await t.api.deps.db.objects.get(t.bucket, k))!.cid),
+  );
+  expect(cids[1]).toBe(cids[0]);
+  expect(cids[0]).toBe(await wholeCid([source]));
 });
 
 test('a worker killed during a completion: the next one completes it, the object is recorded and counted once', async () => {

@@ -16,8 +16,9 @@ import { readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
 import { checksumHeaders, cidHeaders, isoDate, objectDetailsOf, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
-import { objectBody } from './objects.js';
+import { copySource, copySourceCheck, objectBody } from './objects.js';
 import { parseXml } from './xml.js';
+import { copyPart } from '../usecases/s3/part-copy.js';
 
 const header = (ctx: S3Context, name: string) => {
   const value = ctx.req.headers[name];
@@ -66,15 +67,58 @@ export async function createMultipartHandler(ctx: S3Context, bucket: string, key
 
 const target = (ctx: S3Context, bucket: string, key: string) => ({ bucket, key, uploadId: ctx.query.get('uploadId') ?? '' });
 
-export async function uploadPartHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
-  if (ctx.req.headers['x-amz-copy-source'] !== undefined)
-    throw new S3Error('NotImplemented', 'UploadPartCopy is not implemented; upload the part’s bytes');
+function partNumberOf(ctx: S3Context): number {
   const partNumber = Number(ctx.query.get('partNumber'));
   if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > 10_000) {
     throw new S3Error('InvalidArgument', 'Part number must be an integer between 1 and 10000, inclusive');
   }
+  return partNumber;
+}
+
+export async function uploadPartHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  if (ctx.req.headers['x-amz-copy-source'] !== undefined) return uploadPartCopyHandler(ctx, bucket, key);
+  const partNumber = partNumberOf(ctx);
   const part = await uploadPart(ctx.deps, ctx.caller, { ...target(ctx, bucket, key), partNumber }, objectBody(ctx));
   sendEmpty(ctx, 200, { etag: quoted(part.etag), ...checksumHeaders(part.checksums) });
+}
+
+/** `x-amz-copy-source-range: bytes=<first>-<last>` against the source's size: both ends, in order
+ * (else 400 InvalidArgument), within the source (else InvalidRange); absent, the whole source. */
+function copyRange(header: string | undefined, size: number): { offset: number; length: number } {
+  if (header === undefined) return { offset: 0, length: size };
+  const m = /^bytes=(\d+)-(\d+)$/.exec(header.trim());
+  if (!m || Number(m[1]) > Number(m[2])) {
+    throw new S3Error(
+      'InvalidArgument',
+      'The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy',
+    );
+  }
+  const [first, last] = [Number(m[1]), Number(m[2])];
+  if (last >= size)
+    throw new S3Error('InvalidRange', `Range specified is not valid for source object of size: ${size}`, {
+      ActualObjectSize: String(size),
+    });
+  return { offset: first, length: last - first + 1 };
+}
+
+/** UploadPartCopy: the part is (a range of) an object of the caller's (api/usecases/s3/part-copy.ts). */
+async function uploadPartCopyHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  const partNumber = partNumberOf(ctx);
+  const from = copySource(String(ctx.req.headers['x-amz-copy-source']));
+  const range = header(ctx, 'x-amz-copy-source-range');
+  await readSmallBody(ctx.req, ctx.auth, 0);
+  const { part } = await copyPart(
+    ctx.deps,
+    ctx.caller,
+    { ...target(ctx, bucket, key), partNumber },
+    from,
+    (size) => copyRange(range, size),
+    copySourceCheck(ctx),
+  );
+  const checksums = Object.fromEntries(
+    Object.entries(part.checksums).map(([name, value]) => [`Checksum${CHECKSUM_LABELS[name as ChecksumName]}`, value]),
+  );
+  sendXml(ctx, 200, 'CopyPartResult', { LastModified: isoDate(part.createdAt), ETag: quoted(part.etag), ...checksums });
 }
 
 type CompleteRequest = { CompleteMultipartUpload?: { Part?: Record<string, unknown>[] } };

@@ -272,6 +272,17 @@ export function copySource(header: string): { bucket: string; key: string } {
   return { bucket: text.slice(0, slash), key: text.slice(slash + 1) };
 }
 
+/** The request's conditions on a copy's source: a source that changed (or did not) as they say is refused (412). */
+export function copySourceCheck(ctx: S3Context): (source: ObjectRecord) => void {
+  return (source) => {
+    if (preconditions(ctx, source, 'x-amz-copy-source-') === 'not-modified') {
+      throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
+        Condition: 'x-amz-copy-source-If-None-Match',
+      });
+    }
+  };
+}
+
 export async function copyObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   assertPrivateAcl(ctx);
   const from = copySource(String(ctx.req.headers['x-amz-copy-source']));
@@ -283,15 +294,14 @@ export async function copyObjectHandler(ctx: S3Context, bucket: string, key: str
     );
   }
   await readSmallBody(ctx.req, ctx.auth, 0);
-  // The source's conditions: a copy whose source changed (or did not) as they say is refused.
-  const checkSource = (source: ObjectRecord) => {
-    if (preconditions(ctx, source, 'x-amz-copy-source-') === 'not-modified') {
-      throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
-        Condition: 'x-amz-copy-source-If-None-Match',
-      });
-    }
-  };
-  const object = await copyObject(ctx.deps, ctx.caller, from, { bucket, key }, replace ? objectDetailsOf(ctx.req) : undefined, checkSource);
+  const object = await copyObject(
+    ctx.deps,
+    ctx.caller,
+    from,
+    { bucket, key },
+    replace ? objectDetailsOf(ctx.req) : undefined,
+    copySourceCheck(ctx),
+  );
   sendXml(
     ctx,
     200,

@@ -28,7 +28,7 @@ import { algorithmOf, checkExpected, objectChecksums, type ExpectedChecksums } f
 import { abortUpload, allParts, releaseParts } from './parts.js';
 
 export type { MultipartUploadRecord, PartRecord, MultipartResult };
-type MultipartDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
+export type MultipartDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
 
 export const noSuchUpload = () => new NotFound('upload', 'NO_SUCH_UPLOAD');
 
@@ -36,7 +36,7 @@ export const noSuchUpload = () => new NotFound('upload', 'NO_SUCH_UPLOAD');
 const COMPLETE_WAIT_MS = 10 * 60_000;
 
 /** The caller's open upload of this bucket and key. */
-async function ownUpload(deps: MultipartDeps, caller: Caller, bucketName: string, key: string, uploadId: string, states = ['open']) {
+export async function ownUpload(deps: MultipartDeps, caller: Caller, bucketName: string, key: string, uploadId: string, states = ['open']) {
   const bucket = await ownBucket(deps, caller, bucketName);
   const upload = await deps.db.multipart.get(uploadId);
   if (
