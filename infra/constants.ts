@@ -47,6 +47,10 @@ export const GATEWAY_TOKENS_MAX = 100;
 /** The gateway and S3 GetObject each keep complete answers of immutable content up to this size in memory, this much each (api/answers.ts). */
 export const ANSWER_MAX_BYTES = 64 * 1024;
 export const ANSWER_MEMORY_BYTES = 64 * 1024 * 1024;
+/** How much of a refused S3 request's body is still read and dropped so the answer reaches a
+ * proxy in front, which writes the body before it reads (api/s3/app.ts); past it, the
+ * connection is cut. */
+export const REFUSED_BODY_DRAIN_BYTES = 64 * 1024 * 1024;
 /** Seconds a reader may cache a gateway answer by folder name (`/folders/<name>/…`): a new snapshot moves it. */
 export const FOLDER_PATH_TTL_S = 60;
 /** Gateway bytes are written to the account's day this often, summed in memory between. */

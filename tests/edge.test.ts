@@ -128,6 +128,31 @@ describe('through the edge', () => {
     await eventually(sent, (n) => n === 2 * text.length + 5, 10_000, 'bytes metered');
   });
 
+  test('a large S3 upload the API refuses gets its error through the edge, and the next requests are answered', async () => {
+    const { user } = await account(edged, 'bodhi');
+    const s3 = new S3Client({
+      endpoint: `http://127.0.0.1:${edged.ports.s3}`,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: user.keyPrefix, secretAccessKey: user.apiKey },
+      maxAttempts: 1,
+    });
+    try {
+      // Refused before its body is read (no signature): the API answers, then reads and drops the body.
+      for (let i = 0; i < 2; i++) {
+        const refused = await fetch(`http://127.0.0.1:${edged.ports.s3}/some-bucket/k`, {
+          method: 'PUT',
+          body: Buffer.alloc(20 * 1024 * 1024),
+        });
+        expect([refused.status, (await refused.text()).includes('<Code>AccessDenied</Code>')]).toEqual([403, true]);
+        const bucket = `after-${i}-${Math.random().toString(36).slice(2, 8)}`;
+        await s3.send(new CreateBucketCommand({ Bucket: bucket })); // not 503
+      }
+    } finally {
+      s3.destroy();
+    }
+  });
+
   test("the REST API and S3 answer through the edge, and links name the account's gateway there", async () => {
     const { user, slug } = await account(edged, 'bodhi');
     const uploaded = await upload(edged, user, 'linked');

@@ -74,6 +74,9 @@ test.each(['CRC32', 'CRC32C', 'CRC64NVME', 'SHA1', 'SHA256'] as const)(
       });
       expect(attributes.ETag).toBeUndefined(); // only what was asked
     }
+    // A value that cannot be the digest is refused like a wrong one.
+    const malformed = new PutObjectCommand({ Bucket: t.bucket, Key: 'put-bad', Body: data, [field(algorithm)]: 'bad' });
+    expect(await s3Failure(t.s3.send(malformed))).toMatchObject({ code: 'BadDigest', status: 400 });
     // A value of other bytes is BadDigest, named as S3 names it, and nothing is stored.
     const other = (await digest(algorithm, Buffer.from('other bytes'))).toString('base64');
     const refused = await s3Failure(
@@ -135,10 +138,31 @@ test.each([
     expect(attributes).toMatchObject({
       ETag: done.ETag!.replace(/"/g, ''),
       Checksum: { [field(algorithm)]: expected.replace(/-3$/, ''), ChecksumType: type },
-      ObjectParts: { TotalPartsCount: 3 },
+      ObjectParts: {
+        TotalPartsCount: 3,
+        IsTruncated: false,
+        MaxParts: 1000,
+        Parts: await Promise.all(
+          parts.map(async (p, i) => ({
+            PartNumber: i + 1,
+            Size: p.length,
+            [field(algorithm)]: (await digest(algorithm, p)).toString('base64'),
+          })),
+        ),
+      },
       StorageClass: 'STANDARD',
       ObjectSize: whole.length,
     });
+    // A page of parts after a marker.
+    const paged = await t.s3.send(
+      new GetObjectAttributesCommand({ Bucket: t.bucket, Key: key, ObjectAttributes: ['ObjectParts'], MaxParts: 1, PartNumberMarker: '1' }),
+    );
+    expect(paged.ObjectParts).toMatchObject({ PartNumberMarker: '1', NextPartNumberMarker: '2', MaxParts: 1, IsTruncated: true });
+    expect(paged.ObjectParts!.Parts!.map((p) => p.PartNumber)).toEqual([2]);
+    // GET ?partNumber=N: that part's checksum, with the object's type.
+    const second = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }));
+    await second.Body!.transformToByteArray();
+    expect([second[field(algorithm)], second.ChecksumType]).toEqual([(await digest(algorithm, parts[1]!)).toString('base64'), type]);
   },
   120_000,
 );

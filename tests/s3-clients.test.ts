@@ -188,6 +188,9 @@ test('presigned GET and PUT; an expired one is AccessDenied', async () => {
   const expired = await fetch(shortUrl);
   expect(expired.status).toBe(403);
   expect(await expired.text()).toContain('<Code>AccessDenied</Code>');
+  // A negative lifetime: expired when it was made.
+  const before = await fetch(await getSignedUrl(s3, new GetObjectCommand({ Bucket: bucket, Key: 'signed.txt' }), { expiresIn: -1000 }));
+  expect([before.status, (await before.text()).includes('<Code>AccessDenied</Code>')]).toEqual([403, true]);
   expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'nothing' })))).toMatchObject({ code: 'NoSuchKey' });
 });
 

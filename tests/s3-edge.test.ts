@@ -5,11 +5,13 @@
 // with overrides and errors. Kubo's gateway is reached through a recorder: a large object's bytes
 // come from it by the edge (never relayed by Node), a small one's from the API's memory.
 import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
 import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
@@ -153,6 +155,31 @@ test('a presigned GET with response overrides: every header and byte the same di
   expect(answers[1]).toEqual(answers[0]);
   expect(answers[0]!.headers).toMatchObject({ 'content-disposition': 'inline', 'x-amz-meta-color': 'blue', 'content-length': '307200' });
   expect(answers[0]!.sha256).toBe(sha256(objects.large.body));
+});
+
+test('user metadata keeps its lowercase names on the wire through the edge (botocore reads the names as they arrive)', async () => {
+  for (const key of [objects.small.key, objects.large.key]) {
+    for (const method of ['GET', 'HEAD']) {
+      const url = new URL(
+        await getSignedUrl(
+          viaEdge,
+          method === 'GET' ? new GetObjectCommand({ Bucket: bucket, Key: key }) : new HeadObjectCommand({ Bucket: bucket, Key: key }),
+          { expiresIn: 60 },
+        ),
+      );
+      const names = await new Promise<string[]>((resolve, reject) => {
+        http
+          .request(url, { method }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.rawHeaders.filter((_, i) => i % 2 === 0)));
+          })
+          .on('error', reject)
+          .end();
+      });
+      expect(names.filter((n) => /^x-amz-meta-/i.test(n))).toEqual(expect.arrayContaining(['x-amz-meta-color']));
+      expect(names.filter((n) => /^x-amz-meta-/i.test(n) && n !== n.toLowerCase())).toEqual([]);
+    }
+  }
 });
 
 test("errors are the API's own through the edge: no such key, a wrong signature, another account's bucket", async () => {

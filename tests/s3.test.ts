@@ -5,9 +5,11 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   type CopyObjectCommandInput,
   CreateBucketCommand,
+  CreateMultipartUploadCommand,
   DeleteBucketCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
@@ -21,6 +23,7 @@ import {
   ListObjectVersionsCommand,
   PutObjectCommand,
   type S3Client,
+  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
@@ -81,6 +84,18 @@ describe('buckets', () => {
     const folders = await call(api, 'GET', '/folders?parentFolderId=root', { key: alice.apiKey });
     expect(folders.body.items.map((f: { name: string }) => f.name)).toContain(name);
     expect((await s3.send(new GetBucketLocationCommand({ Bucket: name }))).LocationConstraint).toBeUndefined();
+  });
+
+  test('ListBuckets pages by max-buckets and continuation token, under a prefix', async () => {
+    const prefix = `pages-${Math.random().toString(36).slice(2, 8)}-`;
+    const names = [`${prefix}a`, `${prefix}b`];
+    for (const name of names) await s3.send(new CreateBucketCommand({ Bucket: name }));
+    const first = await s3.send(new ListBucketsCommand({ Prefix: prefix, MaxBuckets: 1 }));
+    expect(first.Buckets!.map((b) => b.Name)).toEqual([names[0]]);
+    expect(first.ContinuationToken).toBeDefined();
+    const second = await s3.send(new ListBucketsCommand({ Prefix: prefix, MaxBuckets: 1, ContinuationToken: first.ContinuationToken }));
+    expect([second.Buckets!.map((b) => b.Name), second.ContinuationToken]).toEqual([[names[1]], undefined]);
+    expect((await s3.send(new ListBucketsCommand({ Prefix: prefix }))).Buckets!.map((b) => b.Name)).toEqual(names);
   });
 
   test('invalid names are InvalidBucketName; a missing bucket is NoSuchBucket', async () => {
@@ -206,6 +221,9 @@ describe('objects', () => {
       expect(page.IsTruncated).toBe(token !== undefined);
     } while (token);
     expect(seen).toEqual(all.Contents!.map((o) => o.Key));
+    // An empty token is none: the listing from the start, the token echoed.
+    const fromStart = await s3.send(new ListObjectsV2Command({ Bucket: b, ContinuationToken: '' }));
+    expect([fromStart.ContinuationToken, fromStart.Contents!.map((o) => o.Key)]).toEqual(['', all.Contents!.map((o) => o.Key)]);
     expect((await s3.send(new ListObjectsV2Command({ Bucket: b, StartAfter: 'a/b/d' }))).Contents!.map((o) => o.Key)).toEqual([
       'b',
       'c/x',
@@ -281,6 +299,48 @@ describe('objects', () => {
       expect((await copy(`copied-${n}`, conditions)).CopyObjectResult!.ETag).toBe(etag);
       expect((await api.deps.db.objects.get(b, `copied-${n}`))?.etag).toBe(etag.replace(/"/g, ''));
     }
+  });
+
+  test('conditional writes: If-Match and If-None-Match on PutObject, CompleteMultipartUpload, DeleteObject(s)', async () => {
+    const b = await newBucket(s3, 'cond');
+    const put = (extra: { IfMatch?: string; IfNoneMatch?: string }, body = 'v') =>
+      s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: body, ...extra }));
+    // No object yet: If-Match is NoSuchKey, If-None-Match * writes.
+    expect(await s3Failure(put({ IfMatch: '*' }))).toMatchObject({ code: 'NoSuchKey', status: 404 });
+    const first = (await put({ IfNoneMatch: '*' }, 'one')).ETag!;
+    expect(await s3Failure(put({ IfNoneMatch: '*' }))).toMatchObject({ code: 'PreconditionFailed', status: 412 });
+    expect(await s3Failure(put({ IfNoneMatch: first }))).toMatchObject({ code: 'PreconditionFailed' });
+    expect(await s3Failure(put({ IfMatch: '"0123"' }))).toMatchObject({ code: 'PreconditionFailed' });
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'k' })))).toBe('one'); // nothing written
+    const second = (await put({ IfMatch: first }, 'two')).ETag!;
+    // A multipart completion under the same conditions, checked when it completes.
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'k' }));
+    const { ETag } = await s3.send(new UploadPartCommand({ Bucket: b, Key: 'k', UploadId, PartNumber: 1, Body: 'three' }));
+    const complete = (extra: { IfMatch?: string; IfNoneMatch?: string }) =>
+      s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: b,
+          Key: 'k',
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] },
+          ...extra,
+        }),
+      );
+    expect(await s3Failure(complete({ IfMatch: first }))).toMatchObject({ code: 'PreconditionFailed', status: 412 });
+    await complete({ IfMatch: second });
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'k' })))).toBe('three');
+    // Deletes: another ETag is refused; no object, nothing to refuse.
+    expect(await s3Failure(s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k', IfMatch: first })))).toMatchObject({
+      code: 'PreconditionFailed',
+    });
+    const refused = await s3.send(new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'k', ETag: first }] } }));
+    expect(refused.Errors!.map((e) => [e.Key, e.Code])).toEqual([['k', 'PreconditionFailed']]);
+    const current = (await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k' }))).ETag!;
+    await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k', IfMatch: current }));
+    expect(await s3Failure(s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k' })))).toMatchObject({ status: 404 });
+    await s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k', IfMatch: first }));
+    const none = await s3.send(new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'k', ETag: first }] } }));
+    expect(none.Errors ?? []).toEqual([]);
   });
 
   test('a wrong checksum is BadDigest and nothing is kept', async () => {

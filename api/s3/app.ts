@@ -5,7 +5,7 @@
 // answers S3's XML; every failure is S3's XML error document (failures.ts maps use-case errors).
 import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
+import { API_KEY_PREFIX_LENGTH, REFUSED_BODY_DRAIN_BYTES } from '../../infra/constants.js';
 import { unseal } from '../../infra/secrets.js';
 import { countRequest } from '../usecases/access.js';
 import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration } from '../usecases/cors.js';
@@ -220,8 +220,11 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     }
     const resource = (req.url ?? '/').split('?')[0]!;
     const body = errorXml(s3, resource, requestId);
-    // A body the client is still sending is not read: the connection closes after the answer.
-    const close: Record<string, string> = req.complete ? {} : { connection: 'close' };
+    // A body the client is still sending is read and dropped, up to REFUSED_BODY_DRAIN_BYTES, and
+    // the connection kept: a proxy in front (the edge) writes the whole body before it reads the
+    // answer, and a connection closed under it made the answer its 503, not this error.
+    const drained = !req.complete && drainRefusedBody(req);
+    const close: Record<string, string> = req.complete || drained ? {} : { connection: 'close' };
     res.writeHead(s3.status, { ...s3.headers, ...close, 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
     res.end(req.method === 'HEAD' ? undefined : body);
   }
@@ -234,4 +237,20 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     const edge = takeEdgeDecision(req, config.edge.secret);
     handle(req, res, requestId, edge).catch((err: unknown) => answerError(req, res, requestId, err));
   };
+}
+
+/** Reads and drops the rest of a refused request's body; past REFUSED_BODY_DRAIN_BYTES the
+ * connection is cut. False when the body was already being cut off (the connection closes). */
+function drainRefusedBody(req: IncomingMessage): boolean {
+  if (req.destroyed) return false;
+  req.unpipe();
+  req.removeAllListeners('data');
+  let bytes = 0;
+  req.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > REFUSED_BODY_DRAIN_BYTES) req.socket.destroy();
+  });
+  req.on('error', () => undefined);
+  req.resume();
+  return true;
 }

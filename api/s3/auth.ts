@@ -185,7 +185,8 @@ function queryClaim(req: IncomingMessage, query: URLSearchParams, now: number): 
   }
   const date = parseLongDate(longDate);
   if (!date) throw malformed("X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
-  if (!/^\d{1,7}$/.test(expires)) throw malformed('X-Amz-Expires should be a number');
+  // A negative lifetime is a URL that had expired when it was made: AccessDenied below, as S3 answers.
+  if (!/^-?\d{1,7}$/.test(expires)) throw malformed('X-Amz-Expires should be a number');
   const expiresIn = Number(expires);
   if (expiresIn > MAX_EXPIRES_S) throw malformed('X-Amz-Expires must be less than a week (in seconds) that is 604800');
   if (!HEX64.test(signature)) throw malformed('X-Amz-Signature is not 64 lowercase hex digits.');

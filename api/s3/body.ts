@@ -120,7 +120,10 @@ function planOf(req: IncomingMessage, auth: Authenticated, maxBytes: number, che
   for (const [field, value] of checksumHeaders ? Object.entries(req.headers) : []) {
     const name = checksumName(field);
     if (!name || typeof value !== 'string') continue;
-    if (!base64Of(value, CHECKSUM_SIZES[name])) throw new S3Error('InvalidRequest', `Value for ${field} header is invalid.`);
+    // A value that cannot be the digest does not match it: S3 answers BadDigest, as for a wrong one.
+    if (!base64Of(value, CHECKSUM_SIZES[name])) {
+      throw new S3Error('BadDigest', `The ${CHECKSUM_LABELS[name]} you specified did not match the calculated checksum.`);
+    }
     sent.push({ name, value, trailer: false });
   }
   const declared = header(req, 'x-amz-trailer');
@@ -345,7 +348,7 @@ class BodyDecoder extends Transform {
       if (sent === undefined)
         throw new S3Error('IncompleteBody', `The trailer x-amz-checksum-${name} declared in x-amz-trailer was not sent.`);
       if (!base64Of(sent, CHECKSUM_SIZES[name])) {
-        throw new S3Error('InvalidRequest', `Value for x-amz-checksum-${name} trailing header is invalid.`);
+        throw new S3Error('BadDigest', `The ${CHECKSUM_LABELS[name]} you specified did not match the calculated checksum.`);
       }
       const computed = (await this.checksum!.digest()).toString('base64');
       if (computed !== sent) {

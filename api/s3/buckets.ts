@@ -12,11 +12,25 @@ import { parseXml } from './xml.js';
 
 const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
 
+/** ListBuckets: the caller's buckets by name (at most BUCKETS_MAX of them), after `continuation-token`,
+ * under `prefix`, `max-buckets` a page (without it, all); the next page's token when there is one. */
 export async function listAllBuckets(ctx: S3Context): Promise<void> {
-  const buckets = await listBuckets(ctx.deps, ctx.caller);
+  const prefix = ctx.query.get('prefix') ?? '';
+  const token = ctx.query.get('continuation-token');
+  const after = token ? Buffer.from(token, 'base64url').toString('utf8') : '';
+  const maxText = ctx.query.get('max-buckets');
+  const max = maxText === null ? Infinity : Number(maxText);
+  if (maxText !== null && (!/^\d+$/.test(maxText) || max < 1 || max > 10_000)) {
+    throw new S3Error('InvalidArgument', 'max-buckets must be an integer from 1 to 10000');
+  }
+  const all = (await listBuckets(ctx.deps, ctx.caller)).filter((b) => b._id.startsWith(prefix) && b._id > after);
+  const page = all.slice(0, max);
+  const more = all.length > page.length;
   sendXml(ctx, 200, 'ListAllMyBucketsResult', {
     Owner: owner(ctx),
-    Buckets: { Bucket: buckets.map((b) => ({ Name: b._id, CreationDate: isoDate(b.createdAt), BucketRegion: ctx.deps.config.s3.region })) },
+    Buckets: { Bucket: page.map((b) => ({ Name: b._id, CreationDate: isoDate(b.createdAt), BucketRegion: ctx.deps.config.s3.region })) },
+    ...(more ? { ContinuationToken: Buffer.from(page[page.length - 1]!._id).toString('base64url') } : {}),
+    ...(ctx.query.has('prefix') ? { Prefix: prefix } : {}),
   });
 }
 

@@ -45,9 +45,10 @@ export async function listObjectsV2(ctx: S3Context, bucket: string): Promise<voi
   const token = ctx.query.get('continuation-token');
   const startAfter = ctx.query.get('start-after') ?? '';
   let after = startAfter;
-  if (token !== null) {
+  // An empty token is no token (S3 lists from the start and echoes it).
+  if (token) {
     after = Buffer.from(token, 'base64url').toString('utf8');
-    if (!token || Buffer.from(after).toString('base64url') !== token)
+    if (Buffer.from(after).toString('base64url') !== token)
       throw new S3Error('InvalidArgument', 'The continuation token provided is incorrect');
   }
   const max = maxKeys(ctx);

@@ -16,6 +16,7 @@ import { readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
 import { checksumHeaders, cidHeaders, isoDate, objectDetailsOf, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
+import { checkWriteConditions } from './conditions.js';
 import { copySource, copySourceCheck, objectBody } from './objects.js';
 import { parseXml } from './xml.js';
 import { copyPart } from '../usecases/s3/part-copy.js';
@@ -151,6 +152,9 @@ export async function completeMultipartHandler(ctx: S3Context, bucket: string, k
     type: header(ctx, 'x-amz-checksum-type')?.toUpperCase(),
     checksums: checksumsOf((name) => header(ctx, `x-amz-checksum-${name}`)),
   };
+  // A retried completion of a completed upload answers as the first did, whatever the key holds now.
+  const upload = await ctx.deps.db.multipart.get(target(ctx, bucket, key).uploadId);
+  if (upload?.state === 'open') await checkWriteConditions(ctx, bucket, key, 'write');
   const result = await completeUpload(ctx.deps, ctx.caller, target(ctx, bucket, key), listed, expected);
   const checksums = Object.entries(result.checksums).map(([name, value]) => [`Checksum${CHECKSUM_LABELS[name as ChecksumName]}`, value]);
   if (checksums.length > 0) checksums.push(['ChecksumType', checksumTypeOf(checksums[0]![1]!)]);

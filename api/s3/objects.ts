@@ -2,6 +2,7 @@
 // Bytes go in through the upload use-case (verified on the way: api/s3/body.ts) and come out of
 // Kubo's own gateway (infra/kubo-gateway.ts), which serves ranges of UnixFS files.
 import { pipeline } from 'node:stream/promises';
+import { checksumTypeOf } from '../../infra/checksums.js';
 import { ANSWER_MAX_BYTES } from '../../infra/constants.js';
 import { copyObject, deleteObject, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
@@ -17,6 +18,7 @@ import {
   sendXml,
   type S3Context,
 } from './context.js';
+import { checkWriteConditions, currentObject, etagListed, preconditionFailed } from './conditions.js';
 import { edgeObjectHeaders } from './edge.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';
@@ -51,10 +53,7 @@ export function objectBody(ctx: S3Context) {
 
 export async function putObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   assertPrivateAcl(ctx);
-  if (ctx.req.headers['if-none-match'] === '*') {
-    const existing = await getObject(ctx.deps, ctx.caller, bucket, key).catch(() => null);
-    if (existing) throw new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
-  }
+  await checkWriteConditions(ctx, bucket, key, 'write');
   const object = await putObject(ctx.deps, ctx.caller, bucket, key, objectBody(ctx), objectDetailsOf(ctx.req));
   sendEmpty(ctx, 200, { etag: quoted(object.etag), ...cidHeaders(ctx, object.cid), ...checksumHeaders(object.checksums) });
 }
@@ -130,7 +129,7 @@ function preconditions(ctx: S3Context, object: ObjectRecord, prefix = ''): 'ok' 
  * parts is the whole object (200, no range). A part past the last is 400 InvalidPart, as
  * the conformance suites expect; a Range beside it is 400 InvalidRequest.
  */
-function partRange(ctx: S3Context, object: ObjectRecord): { range?: { start: number; end: number }; empty?: true } | undefined {
+function partRange(ctx: S3Context, object: ObjectRecord): { n: number; range?: { start: number; end: number }; empty?: true } | undefined {
   const text = ctx.query.get('partNumber');
   if (text === null) return undefined;
   const n = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
@@ -140,7 +139,7 @@ function partRange(ctx: S3Context, object: ObjectRecord): { range?: { start: num
   }
   const count = object.parts ?? 1;
   if (n > count) throw new S3Error('InvalidPart', 'The requested partnumber is not satisfiable');
-  if (object.parts === null) return {};
+  if (object.parts === null) return { n };
   const sizes = object.partSizes ?? (count === 1 ? [object.size] : null);
   if (!sizes) {
     throw new S3Error('InvalidRequest', 'this object was completed before part sizes were recorded; read it by byte range instead');
@@ -148,7 +147,7 @@ function partRange(ctx: S3Context, object: ObjectRecord): { range?: { start: num
   const start = sizes.slice(0, n - 1).reduce((sum, size) => sum + size, 0);
   const size = sizes[n - 1]!;
   // An empty part (only the last may be) is an empty answer: no range to name.
-  return size === 0 ? { empty: true } : { range: { start, end: start + size - 1 } };
+  return size === 0 ? { n, empty: true } : { n, range: { start, end: start + size - 1 } };
 }
 
 /** `response-*` query parameters (presigned GETs) override the stored headers. */
@@ -156,7 +155,8 @@ const OVERRIDES = ['content-type', 'content-language', 'expires', 'cache-control
 
 export async function getObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   const object = await getObject(ctx.deps, ctx.caller, bucket, key);
-  const headers = objectHeaders(ctx, object, String(ctx.req.headers['x-amz-checksum-mode'] ?? '').toUpperCase() === 'ENABLED');
+  const withChecksums = String(ctx.req.headers['x-amz-checksum-mode'] ?? '').toUpperCase() === 'ENABLED';
+  const headers = objectHeaders(ctx, object, withChecksums);
   for (const name of OVERRIDES) {
     const value = ctx.query.get(`response-${name}`);
     if (value !== null) headers[name] = value;
@@ -173,6 +173,13 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
     // A range's checksum is not the object's.
     for (const name of Object.keys(headers)) if (name.startsWith('x-amz-checksum-')) delete headers[name];
     headers['content-range'] = `bytes ${range.start}-${range.end}/${object.size}`;
+  }
+  // A part's own checksum, when kept: S3 answers it, with the object's checksum type, for ?partNumber=N.
+  const partChecksum = part && object.partChecksums?.[part.n - 1];
+  if (withChecksums && partChecksum) {
+    const [name, value] = Object.entries(object.checksums).find(([, v]) => v)!;
+    headers[`x-amz-checksum-${name}`] = partChecksum;
+    headers['x-amz-checksum-type'] = checksumTypeOf(value!);
   }
   const length = range ? range.end - range.start + 1 : part?.empty ? 0 : object.size;
   const status = range ? 206 : 200;
@@ -225,11 +232,12 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
 }
 
 export async function deleteObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
+  await checkWriteConditions(ctx, bucket, key, 'delete');
   await deleteObject(ctx.deps, ctx.caller, bucket, key);
   sendEmpty(ctx, 204);
 }
 
-type DeleteRequest = { Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown }[] } };
+type DeleteRequest = { Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown; ETag?: unknown }[] } };
 
 /** DeleteObjects: up to 1,000 keys, each deleted on its own; errors are listed, not thrown. */
 export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Promise<void> {
@@ -245,6 +253,11 @@ export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Prom
   for (const entry of objects) {
     const key = entry.Key === undefined ? '' : String(entry.Key);
     try {
+      // An entry's ETag is its If-Match: another object is not deleted; no object, nothing to do.
+      if (entry.ETag !== undefined) {
+        const existing = await currentObject(ctx, bucket, key);
+        if (existing && !etagListed(String(entry.ETag), existing.etag)) throw preconditionFailed('If-Match');
+      }
       await deleteObject(ctx.deps, ctx.caller, bucket, key);
       deleted.push({ Key: key });
     } catch (err) {

@@ -47,6 +47,9 @@ export interface ObjectRecord {
   /** Each part's bytes, in order, for GET ?partNumber=N (null for a PutObject, and for
    * multipart objects recorded before part sizes were kept). */
   partSizes?: number[] | null;
+  /** Each part's checksum of the upload's algorithm (base64), in order, for GET ?partNumber=N and
+   * GetObjectAttributes (null without an algorithm, and for objects recorded before they were kept). */
+  partChecksums?: string[] | null;
   lastModified: number;
 }
 
@@ -68,6 +71,7 @@ const schema = new Schema<ObjectRecord>(
     uploadId: { type: String, default: null },
     parts: { type: Number, default: null },
     partSizes: { type: [Number], default: null },
+    partChecksums: { type: [String], default: null },
     lastModified: { type: Number, required: true },
   },
   { versionKey: false, minimize: false },

@@ -54,3 +54,10 @@ export async function checkExpected(upload: MultipartUploadRecord, parts: PartRe
     }
   }
 }
+
+/** Each part's checksum of the upload's algorithm, in order: kept on the object for reads by part. */
+export function partChecksumsOf(upload: MultipartUploadRecord, parts: PartRecord[]): string[] | null {
+  const name = algorithmOf(upload);
+  if (!name || !parts.every((p) => p.checksums?.[name])) return null;
+  return parts.map((p) => p.checksums[name]!);
+}

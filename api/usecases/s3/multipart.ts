@@ -24,7 +24,7 @@ import { InvalidInput, NotFound, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
 import { objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
-import { algorithmOf, checkExpected, objectChecksums, type ExpectedChecksums } from './checksums.js';
+import { algorithmOf, checkExpected, objectChecksums, partChecksumsOf, type ExpectedChecksums } from './checksums.js';
 import { abortUpload, allParts, releaseParts } from './parts.js';
 
 export type { MultipartUploadRecord, PartRecord, MultipartResult };
@@ -314,6 +314,7 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
       uploadId,
       parts: parts.length,
       partSizes: parts.map((p) => p.size),
+      partChecksums: partChecksumsOf(upload, parts),
     },
     reserved,
   );

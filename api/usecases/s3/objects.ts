@@ -99,7 +99,7 @@ export interface StoredContent {
   dagSize: number | null;
 }
 
-export type StoredDetails = ObjectDetails & Pick<ObjectRecord, 'etag' | 'checksums' | 'uploadId' | 'parts' | 'partSizes'>;
+export type StoredDetails = ObjectDetails & Pick<ObjectRecord, 'etag' | 'checksums' | 'uploadId' | 'parts' | 'partSizes' | 'partChecksums'>;
 
 /**
  * Records content as the object at the key and holds it; the key's previous object (if any)
@@ -137,6 +137,7 @@ export async function recordObject(
     uploadId: details.uploadId,
     parts: details.parts,
     partSizes: details.partSizes ?? null,
+    partChecksums: details.partChecksums ?? null,
     lastModified: Date.now(),
   };
   let previous: ObjectRecord | null;
@@ -216,6 +217,14 @@ export async function copyObject(
     deps,
     caller,
     { bucket: target._id, key: to.key, cid: source.cid, size: source.size, dagSize: source.dagSize },
-    { ...kept, etag: source.etag, checksums: source.checksums, uploadId: null, parts: source.parts, partSizes: source.partSizes },
+    {
+      ...kept,
+      etag: source.etag,
+      checksums: source.checksums,
+      uploadId: null,
+      parts: source.parts,
+      partSizes: source.partSizes,
+      partChecksums: source.partChecksums,
+    },
   );
 }
