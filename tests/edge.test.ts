@@ -5,9 +5,10 @@
 // through the edge in gateway-edge.test.ts and gateway-access-edge.test.ts.
 import fs from 'node:fs';
 import https from 'node:https';
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { recordingKubo, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
+import { s3Client } from './support/s3.js';
 import { call, createUser, plansFile, type TestUser } from './support/stack.js';
 import { eventually } from './support/worker.js';
 
@@ -130,13 +131,7 @@ describe('through the edge', () => {
 
   test('a large S3 upload the API refuses gets its error through the edge, and the next requests are answered', async () => {
     const { user } = await account(edged, 'bodhi');
-    const s3 = new S3Client({
-      endpoint: `http://127.0.0.1:${edged.ports.s3}`,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: user.keyPrefix, secretAccessKey: user.apiKey },
-      maxAttempts: 1,
-    });
+    const s3 = s3Client(edged.api, user, { endpoint: `http://127.0.0.1:${edged.ports.s3}` });
     try {
       // Refused before its body is read (no signature): the API answers, then reads and drops the body.
       for (let i = 0; i < 2; i++) {
@@ -165,13 +160,7 @@ describe('through the edge', () => {
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { reason: string } }).error.reason).toBe('NOT_FOUND');
 
-    const s3 = new S3Client({
-      endpoint: `http://127.0.0.1:${edged.ports.s3}`,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: user.keyPrefix, secretAccessKey: user.apiKey },
-      maxAttempts: 1,
-    });
+    const s3 = s3Client(edged.api, user, { endpoint: `http://127.0.0.1:${edged.ports.s3}` });
     const bucket = `edge-${Math.random().toString(36).slice(2, 10)}`;
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const body = Buffer.alloc(3 * 1024 * 1024, 'e');

@@ -13,13 +13,13 @@ import {
   GetObjectCommand,
   HeadObjectCommand,
   PutObjectCommand,
-  S3Client,
   UploadPartCommand,
   type GetObjectCommandInput,
+  type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { recordingKubo, startEdgedApi, type EdgedApi, type RecordingKubo } from './support/edge.js';
-import { bucketName } from './support/s3.js';
+import { bucketName, s3Client } from './support/s3.js';
 import { createUser, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -32,13 +32,7 @@ let viaEdge: S3Client;
 const bucket = bucketName('edge');
 
 const client = (endpoint: string, who: TestUser, secret = who.apiKey) =>
-  new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: who.keyPrefix, secretAccessKey: secret },
-    maxAttempts: 1,
-  });
+  s3Client(edged.api, who, { endpoint, credentials: { accessKeyId: who.keyPrefix, secretAccessKey: secret } });
 
 const objects = {
   small: { key: 'small.txt', body: randomBytes(1000) },

@@ -65,13 +65,24 @@ async function newBucket(client: S3Client, label: string): Promise<string> {
 }
 
 describe('buckets', () => {
-  test('names are global: your own again is BucketAlreadyOwnedByYou, another account’s BucketAlreadyExists', async () => {
+  test('names are global: your own again is 200 in us-east-1 and BucketAlreadyOwnedByYou elsewhere, another account’s BucketAlreadyExists', async () => {
     const name = await newBucket(s3, 'global');
     await s3.send(new HeadBucketCommand({ Bucket: name }));
-    expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: name })))).toMatchObject({
-      code: 'BucketAlreadyOwnedByYou',
-      status: 409,
-    });
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'kept', Body: 'kept' }));
+    // S3's legacy rule in us-east-1 (the default region): the owner's create answers 200 and changes nothing.
+    await s3.send(new CreateBucketCommand({ Bucket: name }));
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: name }))).Contents!.map((o) => o.Key)).toEqual(['kept']);
+    const elsewhere = await startTestApi({ ...env, S3_REGION: 'eu-west-1', MASTER_KEY: api.deps.config.masterKey.toString('hex') });
+    const there = s3Client(elsewhere, alice);
+    try {
+      expect(await s3Failure(there.send(new CreateBucketCommand({ Bucket: name })))).toMatchObject({
+        code: 'BucketAlreadyOwnedByYou',
+        status: 409,
+      });
+    } finally {
+      there.destroy();
+      await elsewhere.close();
+    }
     expect(await s3Failure(bobS3.send(new CreateBucketCommand({ Bucket: name })))).toMatchObject({
       code: 'BucketAlreadyExists',
       status: 409,

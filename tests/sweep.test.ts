@@ -180,7 +180,10 @@ test('counters a killed request left behind: the round that finds its change set
   await new Promise((r) => setTimeout(r, COUNT_CHECK_AFTER_MS + HOLD_CHANGE_SETTLE_MS + 500));
   const round = await sweepRound();
   expect(round.countsChecked).toBeGreaterThanOrEqual(4); // three holdings and the folder
-  expect(round.recounted).toBe(4); // not the users of the uploads of this test's API, which beats
+  // These four users at least. Not exactly four: the round takes every settled change in the
+  // stack's database, and another test file's process killed mid-request may have left one too
+  // (seen once in CI: 5). Each repair is checked exactly below.
+  expect(round.recounted).toBeGreaterThanOrEqual(4);
   expect(round.foldersSet).toBe(1);
   expect(await db.usage.used(broken.userId)).toBe(size);
   expect(await db.usage.holdingsAgree([{ userId: broken.userId, multihash: parseCid(uploaded.body.cid).multihash }])).toEqual([true]);

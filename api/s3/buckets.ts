@@ -8,6 +8,7 @@ import { StupaError } from '../usecases/errors.js';
 import { readSmallBody } from './body.js';
 import { isoDate, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
+import { toS3Error } from './failures.js';
 import { parseXml } from './xml.js';
 
 const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
@@ -37,7 +38,14 @@ export async function listAllBuckets(ctx: S3Context): Promise<void> {
 export async function putBucket(ctx: S3Context, bucket: string): Promise<void> {
   // A CreateBucketConfiguration (a location constraint) may come; any region is this one.
   await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
-  await createBucket(ctx.deps, ctx.caller, bucket);
+  try {
+    await createBucket(ctx.deps, ctx.caller, bucket);
+  } catch (err) {
+    // S3 in us-east-1 answers 200 to the owner creating its bucket again (its legacy rule);
+    // every other region answers BucketAlreadyOwnedByYou.
+    const owned = toS3Error(err)?.code === 'BucketAlreadyOwnedByYou';
+    if (!owned || ctx.deps.config.s3.region !== 'us-east-1') throw err;
+  }
   sendEmpty(ctx, 200, { location: `/${bucket}` });
 }
 
