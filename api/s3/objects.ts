@@ -96,9 +96,7 @@ function preconditions(ctx: S3Context, object: ObjectRecord, prefix = ''): 'ok' 
     const value = ctx.req.headers[`${prefix}${name}`];
     return Array.isArray(value) ? value.join(',') : value;
   };
-  const etag = quoted(object.etag);
-  const matches = (list: string) =>
-    list.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag || t.trim() === object.etag);
+  const matches = (list: string) => etagListed(list, object.etag);
   const seconds = Math.floor(object.lastModified / 1000) * 1000;
   const failed = (condition: string) =>
     new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
