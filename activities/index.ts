@@ -8,6 +8,7 @@ import { createIpnsActivities } from './ipns.js';
 import { createMultipartActivities } from './multipart.js';
 import { createPinActivities } from './pins.js';
 import { createSnapshotActivities } from './snapshots.js';
+import { createWebhookActivities } from './webhooks.js';
 
 export function createActivities(deps: ActivityDeps) {
   return {
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createIpnsActivities(deps),
     ...createMultipartActivities(deps),
     ...createAuditActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
 

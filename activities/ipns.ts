@@ -2,6 +2,7 @@
 // again with the same sequence and a new validity. Publishes are the API's (api/usecases/ipns.ts).
 import { IPNS_STORE_TIMEOUT_MS } from '../infra/constants.js';
 import { storeIpnsRecord } from '../infra/ipns.js';
+import { recordEvent } from '../infra/webhooks/events.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createIpnsActivities(deps: ActivityDeps) {
@@ -26,6 +27,22 @@ export function createIpnsActivities(deps: ActivityDeps) {
       }
       await db.ipnsNames.republished(input.ipnsName, { at: Date.now() });
       return 'stored';
+    },
+
+    /** Tells the account's webhooks that the name's republishing began to fail (once per run of failures). */
+    async announceRepublishFailing(input: { userId: string; ipnsName: string; failingSince: number }): Promise<void> {
+      const name = await db.ipnsNames.get(input.ipnsName);
+      await recordEvent(deps, input.userId, {
+        type: 'ipns.republish_failing',
+        subject: `ipns:${input.ipnsName}`,
+        id: `msg_republish_failing_${input.ipnsName}_${input.failingSince}`,
+        data: {
+          ipnsName: input.ipnsName,
+          cid: name?.cid ?? null,
+          failingSince: input.failingSince,
+          error: name?.lastRepublishError ?? null,
+        },
+      });
     },
   };
 }

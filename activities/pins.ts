@@ -9,6 +9,7 @@ import { announceHoldChange, pinnedPeers } from '../infra/hold-sync.js';
 import { contentSize as kuboContentSize } from '../infra/kubo.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { createClusterPinner } from '../infra/hold-sync.js';
+import { pinEvent, recordEvent } from '../infra/webhooks/events.js';
 import type { ActivityDeps } from './deps.js';
 
 /** Which request: its record's `_id` and its request ID (a later request may reuse the `_id`). */
@@ -174,6 +175,7 @@ export function createPinActivities(deps: ActivityDeps) {
       }
       const held = await db.usage.hold(userId, pinned.multihash, 'pin', pinned.size ?? 0);
       await db.activity.tryRecord(userId, Date.now(), { storedBytes: held.used });
+      await recordEvent(deps, userId, pinEvent('pin.pinned', pinned));
     },
 
     /**
@@ -188,8 +190,9 @@ export function createPinActivities(deps: ActivityDeps) {
 
     /** Ends the request `failed`, which no longer holds the content, so Cluster stops trying to fetch. */
     async failPin(input: PinRef & { multihash: string; cid: string; error: { reason: string; details: string } }): Promise<void> {
-      await db.pins.markFailed(input.key, input.requestId, input.error);
+      const failed = await db.pins.markFailed(input.key, input.requestId, input.error);
       await announceHoldChange(deps, input.multihash, input.cid);
+      if (failed) await recordEvent(deps, failed.userId, pinEvent('pin.failed', failed));
     },
   };
 }

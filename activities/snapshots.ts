@@ -16,6 +16,7 @@ import { snapshotKey } from '../infra/db/snapshots.js';
 import { parseCid, storedCid } from '../infra/cid.js';
 import { PIN_POLL_MS, SNAPSHOT_ROOT_READS } from '../infra/constants.js';
 import { announceHoldChange, pinnedPeers } from '../infra/hold-sync.js';
+import { recordEvent } from '../infra/webhooks/events.js';
 import { importCarStream } from '../infra/kubo.js';
 import { buildTree, cumulativeSize, type Block } from '../infra/unixfs.js';
 import { LINKED_SIGNAL, snapshotJob, type SnapshotInput, type SnapshotProgress } from '../infra/temporal/contracts/snapshots.js';
@@ -99,6 +100,28 @@ export function createSnapshotActivities(deps: ActivityDeps) {
       });
       await announceHoldChange(deps, cid.multihash, cid.v1, { kind: 'snapshot', key: record._id });
       return record.takenAt;
+    },
+
+    /** Tells the account's webhooks how the snapshot ended (`snapshot.completed` once pinned). */
+    async announceSnapshot(
+      input: SnapshotInput &
+        ({ status: 'complete'; cid: string; fileCount: number; totalSize: number; takenAt: number } | { status: 'failed'; error: string }),
+    ): Promise<void> {
+      const subject = `snapshot:${input.folderId}:${input.digest}`;
+      const id = `msg_snapshot_${input.status}_${input.folderId}_${input.digest}`;
+      if (input.status === 'failed') {
+        await recordEvent(deps, input.userId, {
+          type: 'snapshot.failed',
+          subject,
+          id,
+          data: { folderId: input.folderId, error: input.error },
+        });
+        return;
+      }
+      const cid = parseCid(input.cid);
+      const snapshot = await db.snapshots.get(snapshotKey(input.folderId, cid.multihash));
+      if (snapshot)
+        await recordEvent(deps, input.userId, { type: 'snapshot.completed', subject, id, data: { folderId: input.folderId, snapshot } });
     },
 
     /** The job is over: its listing goes. */

@@ -48,6 +48,10 @@ export interface Config {
    * the region it names; how long an untouched multipart upload is kept; whether object answers
    * carry the CID as user metadata (`x-amz-meta-cid`, as Filebase does) beside `x-ipfs-path`. */
   s3: { port: number; domain: string; publicUrl: string | null; region: string; multipartMaxAgeMs: number; metaCid: boolean };
+  /** Webhooks: whether endpoints may be plain HTTP and on private, loopback or link-local
+   * addresses (WEBHOOK_ALLOW_PRIVATE, for tests and closed networks), and how long a delivery is
+   * retried and an endpoint may fail before it is paused (WEBHOOK_RETRY_PERIOD). */
+  webhooks: { allowPrivate: boolean; retryPeriodMs: number };
   images: { cacheDir: string; cacheBytes: number; maxSourceBytes: number; maxPixels: number; concurrency: number; queue: number };
   masterKey: Buffer;
   plans: Plans;
@@ -110,6 +114,11 @@ const envSchema = z.object({
     .enum(['true', 'false'])
     .default('true')
     .transform((v) => v === 'true'),
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  WEBHOOK_RETRY_PERIOD: duration.prefault(C.DEFAULT_WEBHOOK_RETRY_PERIOD),
   DATA_DIR: z.string().min(1).default(C.DEFAULT_DATA_DIR),
   MONGODB_URI: z
     .string()
@@ -289,6 +298,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       multipartMaxAgeMs: Math.max(60_000, e.S3_MULTIPART_MAX_AGE),
       metaCid: e.S3_META_CID,
     },
+    webhooks: { allowPrivate: e.WEBHOOK_ALLOW_PRIVATE, retryPeriodMs: Math.max(1000, e.WEBHOOK_RETRY_PERIOD) },
     images: {
       cacheDir: path.join(dataDir, 'image-cache'),
       cacheBytes: Math.floor(e.IMAGE_CACHE_MB * 2 ** 20),

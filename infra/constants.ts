@@ -251,3 +251,28 @@ export const AUDIT_CONCURRENCY = 16;
 /** A count that differs is looked at again after this long before it is reported: a write in
  * flight (a reservation, a record whose count is being stepped) is not a disagreement. */
 export const AUDIT_SECOND_LOOK_MS = 1000;
+
+/** Webhooks (api/usecases/webhooks.ts, activities/webhooks.ts). IDs are `wh_…`, deliveries
+ * `dlv_…` and events `msg_…` (the `webhook-id` a receiver de-duplicates by). */
+export const WEBHOOK_ID_PREFIX = 'wh_';
+export const WEBHOOK_DELIVERY_ID_PREFIX = 'dlv_';
+export const WEBHOOK_EVENT_ID_PREFIX = 'msg_';
+/** Endpoints a plan allows when its plans file does not say (infra/plans.ts). */
+export const DEFAULT_PLAN_WEBHOOKS = 10;
+/** How long a delivery is retried, and an endpoint may fail, before it is given up (about three
+ * days, as receivers of Standard Webhooks expect); WEBHOOK_RETRY_PERIOD shortens it for tests. */
+export const DEFAULT_WEBHOOK_RETRY_PERIOD = '3d';
+/** The waits between attempts, as fractions of the retry period: for 3 days, 5 s, 5 min, 30 min,
+ * 2 h, 5 h, then 10 h until the period ends (the schedule hosted webhook services use). */
+export const WEBHOOK_RETRY_FRACTIONS = [5 / 259_200, 300 / 259_200, 1_800 / 259_200, 7_200 / 259_200, 18_000 / 259_200, 36_000 / 259_200];
+/** Connect within 5 s and have the whole answer within 10 s, per attempt. */
+export const WEBHOOK_CONNECT_TIMEOUT_MS = 5_000;
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** Characters of a receiver's answer kept with an attempt, and attempts kept per delivery. */
+export const WEBHOOK_RESPONSE_KEEP_CHARS = 256;
+export const WEBHOOK_ATTEMPTS_KEPT = 20;
+/** Deliveries one round of an endpoint's job looks at, in order, and how long a round runs. */
+export const WEBHOOK_ROUND_DELIVERIES = 100;
+export const WEBHOOK_ROUND_MS = 30_000;
+/** Finished deliveries are kept in the log this long. */
+export const WEBHOOK_LOG_RETENTION_MS = 30 * 86_400_000;

@@ -3,6 +3,7 @@
 // a message naming every wrong field.
 import fs from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_PLAN_WEBHOOKS } from './constants.js';
 import { ConfigError } from './errors.js';
 
 const limit = z.number().int().min(0);
@@ -16,6 +17,7 @@ const planSchema = z.strictObject({
   ipnsPublishesPerMonth: limit,
   gatewayBandwidthMB: limit,
   signedTokens: limit,
+  webhooks: limit.default(DEFAULT_PLAN_WEBHOOKS),
   trialDays: z.number().int().min(1).optional(),
 });
 

@@ -2,7 +2,9 @@
 // Kubo and IPFS Cluster. Two task queues, both named by the contracts:
 //   <TEMPORAL_TASK_QUEUE>        workflows and short activities;
 //   <TEMPORAL_TASK_QUEUE>-waits  the long, heartbeating waits for content to be fetched
-//                                (contracts/pins.ts `pinWait`), mostly asleep, so many at once.
+//                                (contracts/pins.ts `pinWait`), mostly asleep, so many at once;
+//   <TEMPORAL_TASK_QUEUE>-webhooks  the endpoints' delivery jobs (contracts/webhooks.ts): slow
+//                                receivers take their slots, not those of pins and uploads.
 import { fileURLToPath } from 'node:url';
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
@@ -14,6 +16,7 @@ import { createKubo } from '../infra/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal/client.js';
 import { pinWait } from '../infra/temporal/contracts/pins.js';
+import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { auditJob } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { multipartCleanupJob } from '../infra/temporal/contracts/multipart.js';
@@ -57,6 +60,12 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     activities: { [pinWait.activity]: activities[pinWait.activity] },
     maxConcurrentActivityTaskExecutions: pinWait.concurrency,
   });
+  const webhooks = await Worker.create({
+    ...common,
+    taskQueue: webhookJob.taskQueue(queue),
+    workflowBundle,
+    activities: { sendWebhookRound: activities.sendWebhookRound },
+  });
   // The sweep (contracts/sweep.ts), the cleanup of abandoned multipart uploads
   // (contracts/multipart.ts) and the audit (contracts/audit.ts).
   for (const [job, every] of [
@@ -72,7 +81,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     });
   }
 
-  const done = Promise.all([main.run(), waits.run()]).then(
+  const done = Promise.all([main.run(), waits.run(), webhooks.run()]).then(
     () => undefined,
     (err) => logger.error({ err }, 'worker failed'),
   );
@@ -84,7 +93,7 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
   return {
     done: closed,
     async shutdown() {
-      for (const w of [main, waits]) if (w.getState() === 'RUNNING') w.shutdown();
+      for (const w of [main, waits, webhooks]) if (w.getState() === 'RUNNING') w.shutdown();
       await closed;
     },
   };

@@ -8,3 +8,4 @@ export { sweepWorkflow } from './sweep.js';
 export { ipnsNameWorkflow } from './ipns.js';
 export { multipartWorkflow, multipartCleanupWorkflow } from './multipart.js';
 export { auditWorkflow } from './audit.js';
+export { webhookWorkflow } from './webhooks.js';

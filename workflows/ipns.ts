@@ -5,7 +5,16 @@
 // republish sooner than the interval. Publishes are the API's: it raises the sequence in
 // MongoDB and stores the record itself, and a republish reads the current record there.
 // The workflow continues as new every REPUBLISHES_PER_RUN rounds so its history stays short.
-import { condition, continueAsNew, defineQuery, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  patched,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
   DELETE_SIGNAL,
@@ -26,7 +35,10 @@ const deleteSignal = defineSignal(DELETE_SIGNAL);
 const statusQuery = defineQuery<IpnsJobStatus>(STATUS_QUERY);
 
 /** A republish reports its own failure (it never throws for Kubo's), so it is not retried here. */
-const { republishIpnsName } = proxyActivities<Activities>({ startToCloseTimeout: '1m', retry: { maximumAttempts: 3 } });
+const { republishIpnsName, announceRepublishFailing } = proxyActivities<Activities>({
+  startToCloseTimeout: '1m',
+  retry: { maximumAttempts: 3 },
+});
 
 export const ipnsNameWorkflow: IpnsNameWorkflow = async (input) => {
   const { ipnsName } = input;
@@ -60,7 +72,12 @@ export const ipnsNameWorkflow: IpnsNameWorkflow = async (input) => {
     if (outcome === 'gone') break;
     status.lastRepublishAt = Date.now();
     status.republishes++;
+    const began = outcome === 'failed' && status.failingSince === null;
     status.failingSince = outcome === 'failed' ? (status.failingSince ?? Date.now()) : null;
+    // Runs recorded before webhooks announce nothing when replayed (Temporal's patching).
+    if (began && patched('webhook-events')) {
+      await announceRepublishFailing({ userId: input.userId, ipnsName, failingSince: status.failingSince! }).catch(() => undefined);
+    }
     round++;
     if (workflowInfo().continueAsNewSuggested) break;
   }

@@ -2,7 +2,7 @@
 // directory of the folder from its files' CIDs (the listing kept for the job then goes),
 // record it (a hold, so Cluster pins it), and wait until Cluster has it. The `progress` query
 // answers how many files are linked so far.
-import { defineQuery, defineSignal, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { defineQuery, defineSignal, patched, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
   LINKED_SIGNAL,
@@ -22,9 +22,24 @@ const { buildSnapshot, awaitSnapshotPinned } = proxyActivities<Activities>({
   heartbeatTimeout: '10s',
   retry,
 });
-const { recordSnapshot, dropSnapshotListing } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
+const { recordSnapshot, dropSnapshotListing, announceSnapshot } = proxyLocalActivities<Activities>({ startToCloseTimeout: '1m', retry });
+/** Runs recorded before webhooks announce nothing when replayed (Temporal's patching). */
+const WEBHOOK_EVENTS_PATCH = 'webhook-events';
 
 export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<SnapshotResult> => {
+  if (!patched(WEBHOOK_EVENTS_PATCH)) return takeSnapshot(input);
+  let result: SnapshotResult;
+  try {
+    result = await takeSnapshot(input);
+  } catch (err) {
+    await announceSnapshot({ ...input, status: 'failed', error: (err as Error).message });
+    throw err;
+  }
+  if (result.status === 'complete') await announceSnapshot({ ...input, ...result });
+  return result;
+};
+
+async function takeSnapshot(input: Parameters<SnapshotWorkflow>[0]): Promise<SnapshotResult> {
   let progress: SnapshotProgress = { linked: 0, total: 0 };
   setHandler(progressQuery, () => progress);
   setHandler(linkedSignal, (reported) => {
@@ -43,4 +58,4 @@ export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<Snapsho
   });
   await awaitSnapshotPinned({ cid: built.cid });
   return { status: 'complete', cid: built.cid, fileCount: built.fileCount, totalSize: built.totalSize, takenAt };
-};
+}

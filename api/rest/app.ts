@@ -30,6 +30,7 @@ import { pinRoutes } from './pins.js';
 import { signedTokenRoutes } from './signed-tokens.js';
 import { psaRoutes } from '../psa/routes.js';
 import { uploadRoutes } from './uploads/routes.js';
+import { webhookRoutes } from './webhooks.js';
 
 export interface AppDeps extends UseCaseDeps {
   logger: Logger;
@@ -86,6 +87,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(corsRoutes(deps, options));
   app.use(gatewayRoutes(deps, options));
   app.use(analyticsRoutes(deps, options));
+  app.use(webhookRoutes(deps, options));
   app.use(imageRoutes(deps, { ...options, registry: metrics.registry }));
   // The pinning service API: its own surface, under /psa.
   app.use('/psa', psaRoutes(deps, options));

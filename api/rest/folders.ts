@@ -10,7 +10,7 @@ import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
 
-const restSnapshot = (s: SnapshotRecord) => ({ cid: s.cid, takenAt: s.takenAt, fileCount: s.fileCount, totalSize: s.totalSize });
+export const restSnapshot = (s: SnapshotRecord) => ({ cid: s.cid, takenAt: s.takenAt, fileCount: s.fileCount, totalSize: s.totalSize });
 
 /** A folder as the REST API shows it (decisions.md). */
 export const restFolder = (f: FolderView) => ({

@@ -12,6 +12,7 @@ import type { HoldKind } from '../../infra/db/usage.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
 import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
+import { recordEvent, type EventDeps } from '../../infra/webhooks/events.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
 import { asStupaError, InvalidInput, LimitReached, Unavailable } from './errors.js';
 
@@ -93,6 +94,42 @@ export async function reserveStorage(db: Database, userId: string, plan: Plan, c
     throw err;
   }
   if (!fits) throw storageFull(plan);
+}
+
+/**
+ * The quota's webhook events after a write that took the user's storage from `usedAfter -
+ * added` to `usedAfter`: `quota.near` on passing 80 % of the plan's storage, `quota.reached` on
+ * passing 100 % (or, with `refused`, on a write refused for lack of room). Each at most once a
+ * UTC day per user (the event ID names the day), so a user at the edge is not flooded.
+ */
+export async function quotaEvents(
+  deps: EventDeps,
+  userId: string,
+  plan: Plan,
+  usedAfter: number,
+  added: number,
+  refused = false,
+): Promise<void> {
+  const limit = plan.storageMB * MB;
+  const before = usedAfter - added;
+  const day = new Date().toISOString().slice(0, 10);
+  for (const [type, at] of [
+    ['quota.near', 0.8 * limit],
+    ['quota.reached', limit],
+  ] as const) {
+    const crossed = before < at && usedAfter >= at;
+    if (!crossed && !(refused && type === 'quota.reached')) continue;
+    await recordEvent(deps, userId, {
+      type,
+      subject: `quota:${userId}`,
+      data: {
+        storageUsedBytes: usedAfter,
+        storageLimitBytes: limit,
+        percentUsed: limit ? Math.round((usedAfter / limit) * 1000) / 10 : 100,
+      },
+      id: `msg_${type.replace('.', '_')}_${userId}_${day}`,
+    });
+  }
 }
 
 /**

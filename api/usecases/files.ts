@@ -5,6 +5,8 @@ import type { FileRecord } from '../../infra/db/files.js';
 import { looksLikeFileId } from '../../infra/db/files.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { FILES_NAMED_IN_CONFLICT } from '../../infra/constants.js';
+import { fileEvent, recordEvent, wants } from '../../infra/webhooks/events.js';
+import { contentLinkBase } from './gateway.js';
 import { cidInput, completing, holdsChanged } from './content.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, NotFound } from './errors.js';
@@ -12,7 +14,7 @@ import { decodeCursor, toPage } from './pages.js';
 
 export type { FileRecord };
 type FileDeps = Pick<UseCaseDeps, 'db'>;
-type RemoveDeps = Pick<UseCaseDeps, 'db' | 'jobs'> & Partial<Pick<UseCaseDeps, 'cluster' | 'config'>>;
+type RemoveDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'config'> & Partial<Pick<UseCaseDeps, 'cluster'>>;
 
 /** How a route names a file: by its id, or by a CID that the caller has exactly one file of. */
 export type FileRef = { id: string } | { cid: ParsedCid };
@@ -106,7 +108,7 @@ export async function moveFile(deps: FileDeps, userId: string, ref: FileRef, fol
  * requests is released once, by whichever removed it. The caller announces the hold change
  * (logged here) and has called `usage.ensure` first.
  */
-export async function removeFile(deps: Pick<UseCaseDeps, 'db'>, file: FileRecord): Promise<boolean> {
+export async function removeFile(deps: Pick<UseCaseDeps, 'db' | 'jobs' | 'config'>, file: FileRecord): Promise<boolean> {
   // Logged before the record goes, with the counters its removal moves (activities/counts.ts):
   // the caller's announcement of the change is `logged`.
   await deps.db.holdChanges.append(file.multihash, file.cid, { userId: file.userId, folders: [file.folderId] });
@@ -116,6 +118,9 @@ export async function removeFile(deps: Pick<UseCaseDeps, 'db'>, file: FileRecord
   const released = await completing(() => deps.db.usage.release(removed.userId, removed.multihash, 'file'));
   await completing(() => fileMoved(deps.db, removed.folderId, null));
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
+  const user = await deps.db.users.get(removed.userId);
+  if (wants(user, 'file.deleted'))
+    await recordEvent(deps, removed.userId, fileEvent('file.deleted', removed, await contentLinkBase(deps, user!)));
   return true;
 }
 

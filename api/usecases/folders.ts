@@ -11,7 +11,7 @@ import { Conflict, InvalidInput, NotFound } from './errors.js';
 import { removeFile } from './files.js';
 import { decodeCursor, toPage } from './pages.js';
 
-type FolderDeps = Pick<UseCaseDeps, 'db' | 'jobs'>;
+type FolderDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'config'>;
 
 export interface FolderView extends FolderRecord {
   /** Files directly in the folder. */

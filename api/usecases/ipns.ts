@@ -2,6 +2,7 @@
 // stores and republishes its records (workflows/ipns.ts). Names count against the plan's
 // `ipnsNames`, publishes against its `ipnsPublishesPerMonth` (UTC months), each taken
 // atomically before the work and given back when the work fails.
+import { recordEvent } from '../../infra/webhooks/events.js';
 import dns from 'node:dns/promises';
 import type { ParsedCid } from '../../infra/cid.js';
 import { DNSLINK_TIMEOUT_MS, IPNS_RECORD_VALIDITY_MS, IPNS_RESOLVE_TIMEOUT_MS, IPNS_STORE_TIMEOUT_MS } from '../../infra/constants.js';
@@ -183,7 +184,9 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
   // No start of the name's job here: it runs from the name's creation, which answers only once
   // it started; one lost to a process dying in between is started by the audit
   // (name-without-republish), well within a record's 48 h validity.
-  return { ipnsName: name._id, cid: cid.v1, sequence: advanced.sequence, publishedAt };
+  const published = { ipnsName: name._id, cid: cid.v1, sequence: advanced.sequence, publishedAt };
+  await recordEvent(deps, user._id, { type: 'ipns.published', subject: `ipns:${name._id}`, data: { ...published, published: true } });
+  return published;
 }
 
 /** The name now holds its new target and no longer its previous one. Announced only where it

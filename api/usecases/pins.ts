@@ -8,6 +8,7 @@ import { userContentKey } from '../../infra/db/by-id.js';
 import { pinJobInput, type PinQuery, type PinRecord } from '../../infra/db/pins.js';
 import type { ParsedCid } from '../../infra/cid.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';
+import { pinEvent, recordEvent } from '../../infra/webhooks/events.js';
 import { filesOfCid, removeFile, severalFiles } from './files.js';
 import { assertStorageFits, holdsChanged } from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
@@ -68,6 +69,8 @@ export async function requestPin(deps: PinDeps, caller: Caller, input: PinReques
   if (pin.status === 'failed') {
     current = (await deps.db.pins.retryFailed(pin._id, pin.requestId, input.origins, now + timeoutMs)) ?? pin;
   }
+  // Recorded before the workflow starts, so `pin.queued` comes before what the workflow reports.
+  if (created || pin.status === 'failed') await recordEvent(deps, user._id, pinEvent('pin.queued', current));
   // A new request replaces a workflow left by an earlier, deleted request under the same ID.
   await deps.jobs.start(pinJob, pinJobInput(current), { replace: created || pin.status === 'failed' });
   return current;

@@ -19,6 +19,7 @@ export interface Profile {
     ipnsPublishesPerMonth: number;
     gatewayBandwidthMB: number;
     signedTokens: number;
+    webhooks: number;
     trialDays?: number;
   };
   storageUsedMB: number;

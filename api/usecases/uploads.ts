@@ -12,9 +12,21 @@ import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
-import { assertStorageFits, completing, giveBack, holdsChanged, MB, reserveHolding, storageFull, storageLeft } from './content.js';
+import { fileEvent, recordEvent, wants } from '../../infra/webhooks/events.js';
+import {
+  assertStorageFits,
+  completing,
+  giveBack,
+  holdsChanged,
+  MB,
+  quotaEvents,
+  reserveHolding,
+  storageFull,
+  storageLeft,
+} from './content.js';
 import type { Caller, UseCaseDeps } from './deps.js';
-import { InvalidInput, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
+import { InvalidInput, LimitReached, StupaError, TooLarge, Unavailable, UnsupportedContent } from './errors.js';
+import { contentLinkBase } from './gateway.js';
 import { fileMoved } from './files.js';
 import { checkContentType, grantFolder, type UploadGrant } from './signed-tokens.js';
 
@@ -223,7 +235,10 @@ async function recordFile(
   // sweep pins and counts (activities/counts.ts), one killed between the reservation and the
   // insert a change naming the process (`by`, infra/db/processes.ts; both found by npm run chaos).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId: user._id, folders: [details.folderId] });
-  const reserved = await reserveHolding(deps.db, user._id, plan, cid, 'file', added.size);
+  const reserved = await reserveHolding(deps.db, user._id, plan, cid, 'file', added.size).catch(async (err: unknown) => {
+    if (err instanceof LimitReached) await quotaEvents(deps, user._id, plan, plan.storageMB * MB, 0, true);
+    throw err;
+  });
   const now = Date.now();
   let written: { file: FileRecord; created: boolean };
   try {
@@ -256,5 +271,10 @@ async function recordFile(
   await deps.db.activity.tryRecord(user._id, now, { uploads: 1, uploadBytes: added.size, mimeType: details.mimeType, storedBytes: stored });
   if (written.created) await completing(() => fileMoved(deps.db, null, written.file.folderId));
   await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id }, { logged: true }));
+  if (written.created) {
+    if (wants(user, 'upload.created'))
+      await recordEvent(deps, user._id, fileEvent('upload.created', written.file, await contentLinkBase(deps, user)));
+    await quotaEvents(deps, user._id, plan, stored, reserved);
+  }
   return written.file;
 }

@@ -27,6 +27,7 @@ import { createSnapshotStore } from './snapshots.js';
 import { createUsageStore, type HoldKind, type HoldsFromRecords } from './usage.js';
 import type { UserRecords } from './usage-tally.js';
 import { createUserStore } from './users.js';
+import { createWebhookStore } from './webhooks.js';
 
 export async function openDatabase(uri: string) {
   const connection = mongoose.createConnection(uri, {
@@ -61,6 +62,7 @@ export async function openDatabase(uri: string) {
   const buckets = createBucketStore(connection);
   const objects = createObjectStore(connection);
   const multipart = createMultipartStore(connection);
+  const webhooks = createWebhookStore(connection);
   // Every kind of record that holds content; a new kind is its store plus one entry here.
   const holds = createHolds([pins.holder, files.holder, snapshots.holder, ipnsNames.holder, objects.holder]);
   const processes = createProcessStore(connection);
@@ -116,6 +118,7 @@ export async function openDatabase(uri: string) {
     buckets,
     objects,
     multipart,
+    webhooks,
     usage,
     /** One user's records by content (infra/db/usage-tally.ts). */
     userRecords,

@@ -27,6 +27,8 @@ export interface User {
   gatewaySlug?: string;
   /** Absent on users from before: the defaults. */
   gateway?: GatewaySettings;
+  /** Event types any of the user's webhooks took (infra/webhooks/events.ts); only grows. */
+  webhookEvents?: string[];
   createdAt: number;
   updatedAt: number;
 }
@@ -39,6 +41,7 @@ const schema = new Schema<User>(
     plan: { type: String, required: true },
     gatewaySlug: { type: String },
     gateway: { type: Schema.Types.Mixed },
+    webhookEvents: { type: [String], default: undefined },
     createdAt: { type: Number, required: true },
     updatedAt: { type: Number, required: true },
   },
@@ -116,6 +119,12 @@ export function createUserStore(conn: Connection) {
         .exec();
       byId.forget(userId);
       return user;
+    },
+
+    /** Adds event types to those the user's webhooks take (infra/webhooks/events.ts). */
+    async addWebhookEvents(userId: string, events: string[]): Promise<void> {
+      await Users.updateOne({ _id: userId }, { $addToSet: { webhookEvents: { $each: events } } }).exec();
+      byId.forget(userId);
     },
 
     /** Replaces the user's gateway settings (all three fields at once). */

@@ -9,7 +9,7 @@ import { Conflict, Forbidden, InvalidInput, LimitReached, NotFound, StupaError }
 import { createFolder, deleteFolder } from '../folders.js';
 import { abortUpload } from './parts.js';
 
-type BucketDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo'>;
+type BucketDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
 export type { BucketRecord };
 
 /**

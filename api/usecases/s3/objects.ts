@@ -2,13 +2,14 @@
 // its content like a file's. Bytes go in through the same upload path as POST /upload/new
 // (usecases/uploads.ts: the profile's CIDs, the quota counted while streaming); reading is
 // the surface's business (Kubo's gateway). No transport here: the S3 surface maps errors.
+import { recordEvent } from '../../../infra/webhooks/events.js';
 import type { Readable } from 'node:stream';
 import { parseCid } from '../../../infra/cid.js';
 import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
 import { objectId, type ObjectChecksums, type ObjectHeaders, type ObjectRecord } from '../../../infra/db/objects.js';
-import { giveBack, holdsChanged, reserveHolding } from '../content.js';
+import { giveBack, holdsChanged, MB, quotaEvents, reserveHolding } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
-import { InvalidInput, NotFound, TooLarge } from '../errors.js';
+import { InvalidInput, LimitReached, NotFound, TooLarge } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
 
@@ -119,7 +120,12 @@ export async function recordObject(
   const cid = parseCid(content.cid);
   // Logged before the reservation and the record, with the counter it moves (activities/counts.ts).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
-  const held = reserved ?? (await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size));
+  const held =
+    reserved ??
+    (await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size).catch(async (err: unknown) => {
+      if (err instanceof LimitReached) await quotaEvents(deps, userId, caller.plan, caller.plan.storageMB * MB, 0, true);
+      throw err;
+    }));
   const record: ObjectRecord = {
     _id: objectId(content.bucket, content.key),
     bucket: content.bucket,
@@ -161,9 +167,18 @@ export async function recordObject(
       mimeType: details.contentType,
       storedBytes: stored + removed,
     });
+    await quotaEvents(deps, userId, caller.plan, stored, held);
   }
   await holdsChanged(deps, cid, { kind: 'object', key: record._id }, { logged: true });
   if (replaced) await holdsChanged(deps, parseCid(replaced.cid), undefined, { logged: true });
+  const { bucket, key, etag, contentType, lastModified, uploadId } = record;
+  await recordEvent(deps, userId, {
+    type: 's3.object.created',
+    subject: `s3:${bucket}/${key}`,
+    data: { bucket, key, cid: record.cid, size: record.size, etag, contentType, lastModified },
+    // A multipart completion may be recorded again by its retried activity: once per upload.
+    ...(uploadId ? { id: `msg_s3_${uploadId}` } : {}),
+  });
   return record;
 }
 

@@ -6,7 +6,7 @@
 // each other's types: the workflow sandbox may load them, and infra/ never imports workflows/.
 
 /** The Keyword search attributes the service sets; the local stack registers each of them. */
-export const SEARCH_ATTRIBUTES = ['Cid', 'UserId', 'FolderId', 'IpnsName'] as const;
+export const SEARCH_ATTRIBUTES = ['Cid', 'UserId', 'FolderId', 'IpnsName', 'WebhookId'] as const;
 export type SearchAttributeName = (typeof SEARCH_ATTRIBUTES)[number];
 
 export interface JobContract<Input extends Key, Key = Input> {

@@ -1,0 +1,223 @@
+// Webhooks: an account's endpoints (`webhooks`) and the deliveries of events to them
+// (`webhookdeliveries`, one document per event and endpoint, with its last attempts). An
+// endpoint's job (workflows/webhooks.ts) reads its pending deliveries in the order the events
+// happened and sends them; a delivery is its own log entry, so the log is as long as the
+// retention (WEBHOOK_LOG_RETENTION_MS), and each round of the job drops older ones.
+import type { Connection, Model } from 'mongoose';
+import { Schema } from 'mongoose';
+import { isDuplicateKey } from './errors.js';
+import { after } from './pages.js';
+
+export interface WebhookRecord {
+  /** `wh_…` */
+  _id: string;
+  userId: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  enabled: boolean;
+  /** The signing secret (`whsec_…`) sealed under the master key: it signs every delivery. */
+  secretSealed: string;
+  createdAt: number;
+  updatedAt: number;
+  /** When the endpoint's current run of failed attempts began; null while it answers. */
+  failingSince: number | null;
+  /** Why the service paused it (failing for the whole retry period); null otherwise. */
+  disabledReason: string | null;
+}
+
+export interface WebhookAttempt {
+  at: number;
+  /** The receiver's status, or null when there was no answer (refused, timed out). */
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** The first WEBHOOK_RESPONSE_KEEP_CHARS characters of the answer. */
+  response: string | null;
+}
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryRecord {
+  /** `dlv_…` */
+  _id: string;
+  webhookId: string;
+  userId: string;
+  /** The event's ID (`msg_…`), sent as `webhook-id` on every attempt. */
+  eventId: string;
+  type: string;
+  /** What the event is about (`pin:<requestId>`): events of one subject are sent in order. */
+  subject: string;
+  /** The payload's `data`, as the API shows the resource (api/webhooks/payload.ts). */
+  data: Record<string, unknown>;
+  /** When the event happened (ms), and its place among this process's events of that ms. */
+  occurredAt: number;
+  seq: number;
+  state: DeliveryState;
+  nextAttemptAt: number;
+  /** The first attempt of the current try (redelivery starts a new one); null before. */
+  firstAttemptAt: number | null;
+  attempts: WebhookAttempt[];
+  createdAt: number;
+}
+
+const webhookSchema = new Schema<WebhookRecord>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    url: { type: String, required: true },
+    events: { type: [String], required: true },
+    description: { type: String, default: null },
+    enabled: { type: Boolean, required: true },
+    secretSealed: { type: String, required: true },
+    createdAt: { type: Number, required: true },
+    updatedAt: { type: Number, required: true },
+    failingSince: { type: Number, default: null },
+    disabledReason: { type: String, default: null },
+  },
+  { versionKey: false, minimize: false },
+);
+webhookSchema.index({ userId: 1, createdAt: -1, _id: -1 });
+// The endpoints an event goes to: an account's enabled ones subscribed to its type.
+webhookSchema.index({ userId: 1, enabled: 1, events: 1 });
+
+const deliverySchema = new Schema<DeliveryRecord>(
+  {
+    _id: { type: String, required: true },
+    webhookId: { type: String, required: true },
+    userId: { type: String, required: true },
+    eventId: { type: String, required: true },
+    type: { type: String, required: true },
+    subject: { type: String, required: true },
+    data: { type: Schema.Types.Mixed, required: true },
+    occurredAt: { type: Number, required: true },
+    seq: { type: Number, required: true },
+    state: { type: String, required: true },
+    nextAttemptAt: { type: Number, required: true },
+    firstAttemptAt: { type: Number, default: null },
+    attempts: { type: Schema.Types.Mixed, required: true },
+    createdAt: { type: Number, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+// One delivery per event and endpoint: recording an event again (a retried activity) adds nothing.
+deliverySchema.index({ webhookId: 1, eventId: 1 }, { unique: true });
+// An endpoint's round: its pending deliveries in event order.
+deliverySchema.index({ webhookId: 1, state: 1, seq: 1 });
+// The delivery log, newest first, and its retention.
+deliverySchema.index({ webhookId: 1, createdAt: -1, _id: -1 });
+
+export function createWebhookStore(conn: Connection) {
+  const Webhooks: Model<WebhookRecord> = conn.model<WebhookRecord>('Webhook', webhookSchema, 'webhooks');
+  const Deliveries: Model<DeliveryRecord> = conn.model<DeliveryRecord>('WebhookDelivery', deliverySchema, 'webhookdeliveries');
+  return {
+    model: Webhooks,
+    deliveryModel: Deliveries,
+
+    insert: (webhook: WebhookRecord) => Webhooks.create(webhook),
+
+    byId: (id: string) => Webhooks.findById(id).lean<WebhookRecord>().exec(),
+
+    /** The user's endpoint; null when there is none, or it is another user's. */
+    get: (userId: string, id: string) => Webhooks.findOne({ _id: id, userId }).lean<WebhookRecord>().exec(),
+
+    page: (userId: string, limit: number, last?: { at: number; id: string }) =>
+      Webhooks.find({ userId, ...(last ? after('createdAt', last) : {}) })
+        .sort({ createdAt: -1, _id: -1 })
+        .limit(limit)
+        .lean<WebhookRecord[]>()
+        .exec(),
+
+    /** The user's enabled endpoints that take events of `type` (at most the plan's number). */
+    subscribed: (userId: string, type: string) =>
+      Webhooks.find({ userId, enabled: true, events: type }, { _id: 1 }).lean<{ _id: string }[]>().exec(),
+
+    update: (
+      userId: string,
+      id: string,
+      set: Partial<Pick<WebhookRecord, 'url' | 'events' | 'description' | 'enabled' | 'disabledReason'>>,
+    ) =>
+      Webhooks.findOneAndUpdate({ _id: id, userId }, { $set: { ...set, updatedAt: Date.now() } }, { returnDocument: 'after' })
+        .lean<WebhookRecord>()
+        .exec(),
+
+    /** Removes the endpoint and its delivery log; true when it was the user's. */
+    async remove(userId: string, id: string): Promise<boolean> {
+      const res = await Webhooks.deleteOne({ _id: id, userId }).exec();
+      if (res.deletedCount === 0) return false;
+      await Deliveries.deleteMany({ webhookId: id }).exec();
+      return true;
+    },
+
+    /** A failed attempt: the endpoint is failing since `at`, unless it was already. */
+    async failing(id: string, at: number): Promise<void> {
+      await Webhooks.updateOne({ _id: id, failingSince: null }, { $set: { failingSince: at } }).exec();
+    },
+
+    /** A delivered attempt: the endpoint answers again. */
+    async answering(id: string): Promise<void> {
+      await Webhooks.updateOne({ _id: id, failingSince: { $ne: null } }, { $set: { failingSince: null } }).exec();
+    },
+
+    /** Pauses an endpoint that failed for the whole retry period; true when this call did. */
+    async disable(id: string, reason: string): Promise<boolean> {
+      const res = await Webhooks.updateOne(
+        { _id: id, enabled: true },
+        { $set: { enabled: false, disabledReason: reason, failingSince: null, updatedAt: Date.now() } },
+      ).exec();
+      return res.modifiedCount === 1;
+    },
+
+    /** Records deliveries; those recorded already (the same event for the same endpoint) are skipped. */
+    async addDeliveries(deliveries: DeliveryRecord[]): Promise<void> {
+      if (deliveries.length === 0) return;
+      try {
+        await Deliveries.insertMany(deliveries, { ordered: false });
+      } catch (err) {
+        const writeErrors = (err as { writeErrors?: unknown[] }).writeErrors;
+        if (!isDuplicateKey(err) && !(writeErrors && writeErrors.every((e) => isDuplicateKey(e)))) throw err;
+      }
+    },
+
+    /** The endpoint's pending deliveries in event order, due or not. */
+    pending: (webhookId: string, limit: number) =>
+      Deliveries.find({ webhookId, state: 'pending' }).sort({ seq: 1 }).limit(limit).lean<DeliveryRecord[]>().exec(),
+
+    deliveries: (userId: string, webhookId: string, limit: number, last?: { at: number; id: string }) =>
+      Deliveries.find({ webhookId, userId, ...(last ? after('createdAt', last) : {}) })
+        .sort({ createdAt: -1, _id: -1 })
+        .limit(limit)
+        .lean<DeliveryRecord[]>()
+        .exec(),
+
+    delivery: (userId: string, webhookId: string, id: string) =>
+      Deliveries.findOne({ _id: id, webhookId, userId }).lean<DeliveryRecord>().exec(),
+
+    /** Keeps an attempt (the last `keep` of them) and the delivery's new state. */
+    async attempted(
+      id: string,
+      attempt: WebhookAttempt,
+      set: Pick<DeliveryRecord, 'state' | 'nextAttemptAt' | 'firstAttemptAt'>,
+      keep: number,
+    ): Promise<void> {
+      await Deliveries.updateOne({ _id: id }, { $set: set, $push: { attempts: { $each: [attempt], $slice: -keep } } }).exec();
+    },
+
+    /** Sends the delivery again, as a new try with the same event ID (not a notice: never sent). */
+    redeliver: (userId: string, webhookId: string, id: string) =>
+      Deliveries.findOneAndUpdate(
+        { _id: id, webhookId, userId, type: { $ne: 'webhook.disabled' } },
+        { $set: { state: 'pending', nextAttemptAt: Date.now(), firstAttemptAt: null } },
+        { returnDocument: 'after' },
+      )
+        .lean<DeliveryRecord>()
+        .exec(),
+
+    /** Drops the endpoint's finished deliveries recorded before `before`. */
+    async prune(webhookId: string, before: number): Promise<void> {
+      await Deliveries.deleteMany({ webhookId, state: { $ne: 'pending' }, createdAt: { $lt: before } }).exec();
+    },
+  };
+}
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>;

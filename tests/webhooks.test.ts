@@ -1,0 +1,313 @@
+// Webhooks against a real receiver on loopback (WEBHOOK_ALLOW_PRIVATE=true here) and a worker
+// process of this file's own task queue, with the retry period shortened to seconds
+// (WEBHOOK_RETRY_PERIOD): every event arrives signed so that the `standardwebhooks` verifier
+// accepts it; a failing receiver gets the same `webhook-id` on every attempt; a receiver down
+// (and the worker killed meanwhile) gets everything, in order, when it comes back; an endpoint
+// failing for the whole period is paused and says so in its log.
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { Webhook } from 'standardwebhooks';
+import type { ApiServer } from '../api/server.js';
+import { createKubo } from '../infra/kubo.js';
+import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
+import { sendWebhook } from '../infra/webhooks/send.js';
+import { s3Client } from './support/s3.js';
+import { call, createUser, errorReason, plansFile, stack, startTestApi, testEnv, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
+
+interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A receiver: every request kept; `answer` decides the status per path. */
+function receiver(answer: (path: string, n: number) => number = () => 200) {
+  const got: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      got.push({ path, headers: req.headers as Record<string, string>, body });
+      res.statusCode = answer(path, got.filter((g) => g.path === path).length);
+      res.end('ok');
+    });
+  });
+  return {
+    got,
+    at: (path: string) => got.filter((g) => g.path === path),
+    listen: (port = 0) => new Promise<number>((r) => server.listen(port, '127.0.0.1', () => r((server.address() as AddressInfo).port))),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+const RETRY_PERIOD_S = 10;
+let api: ApiServer;
+let worker: WorkerProcess;
+let env: Record<string, string | undefined>;
+let user: TestUser;
+const hooks = receiver((path, n) => (path === '/flaky' && n <= 3 ? 500 : 200));
+let port: number;
+
+beforeAll(async () => {
+  env = testEnv({
+    TEMPORAL_TASK_QUEUE: `webhooks-${crypto.randomUUID()}`,
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_RETRY_PERIOD: `${RETRY_PERIOD_S}s`,
+    PIN_TIMEOUT: '3s',
+    PLANS_FILE: plansFile({ bodhi: { storageMB: 1, webhooks: 4 } }),
+  });
+  [api, worker, port] = await Promise.all([startTestApi(env), startWorkerProcess(env), hooks.listen()]);
+  user = await createUser(api, 'bodhi');
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([api?.close(), worker?.kill(), hooks.close()]);
+});
+
+const as = (u: TestUser, method: string, path: string, body?: unknown) => call(api, method, path, { key: u.apiKey, body });
+
+async function newWebhook(u: TestUser, path: string, events: readonly string[] = WEBHOOK_EVENT_TYPES, url?: string) {
+  const made = await as(u, 'POST', '/webhooks', { url: url ?? `http://127.0.0.1:${port}${path}`, events, description: path });
+  expect(made.status).toBe(201);
+  return made.body as { id: string; secret: string; url: string; events: string[]; enabled: boolean };
+}
+
+const deliveries = async (u: TestUser, id: string) => (await as(u, 'GET', `/webhooks/${id}/deliveries?limit=100`)).body.items as any[];
+
+test('endpoints are made, read, changed and deleted; the secret is shown once; another account gets 404; the plan limits them', async () => {
+  const made = await newWebhook(user, '/crud', ['pin.pinned']);
+  expect(made.secret).toMatch(/^whsec_[A-Za-z0-9+/=]{32}$/);
+  expect(made).toMatchObject({ url: `http://127.0.0.1:${port}/crud`, events: ['pin.pinned'], enabled: true });
+  const read = await as(user, 'GET', `/webhooks/${made.id}`);
+  expect(read.status).toBe(200);
+  expect(read.body.secret).toBeUndefined();
+  const listed = await as(user, 'GET', '/webhooks');
+  expect(listed.body.items.map((w: { id: string }) => w.id)).toContain(made.id);
+  expect(JSON.stringify(listed.body)).not.toContain('whsec_');
+
+  const changed = await as(user, 'PUT', `/webhooks/${made.id}`, { events: ['pin.failed', 'pin.pinned'], enabled: false });
+  expect(changed.body).toMatchObject({ events: ['pin.failed', 'pin.pinned'], enabled: false });
+  expect((await api.deps.db.webhooks.byId(made.id))?.enabled).toBe(false);
+  expect(errorReason(await as(user, 'PUT', `/webhooks/${made.id}`, { events: ['no.such'] }))).toBe('INVALID_INPUT');
+  expect(errorReason(await as(user, 'POST', '/webhooks', { url: 'ftp://x.example/', events: ['pin.pinned'] }))).toBe('INVALID_WEBHOOK_URL');
+
+  const other = await createUser(api, 'bodhi');
+  for (const [method, path] of [
+    ['GET', `/webhooks/${made.id}`],
+    ['PUT', `/webhooks/${made.id}`],
+    ['DELETE', `/webhooks/${made.id}`],
+    ['GET', `/webhooks/${made.id}/deliveries`],
+    ['POST', `/webhooks/${made.id}/test`],
+  ] as const) {
+    const reply = await as(other, method, path, method === 'PUT' ? { enabled: true } : undefined);
+    expect([path, reply.status]).toEqual([path, 404]);
+  }
+  expect((await as(other, 'GET', '/webhooks')).body.items).toEqual([]);
+
+  // The plan allows 4: the fifth is 402.
+  const more = [];
+  for (let i = 0; i < 4; i++) more.push(await newWebhook(other, `/limit-${i}`, ['pin.pinned']));
+  const refused = await as(other, 'POST', '/webhooks', { url: `http://127.0.0.1:${port}/x`, events: ['pin.pinned'] });
+  expect([refused.status, errorReason(refused)]).toEqual([402, 'WEBHOOK_LIMIT']);
+  expect((await as(other, 'DELETE', `/webhooks/${more[0]!.id}`)).status).toBe(200);
+  expect((await as(other, 'GET', `/webhooks/${more[0]!.id}`)).status).toBe(404);
+  await newWebhook(other, '/limit-again', ['pin.pinned']);
+
+  expect((await as(user, 'DELETE', `/webhooks/${made.id}`)).status).toBe(200);
+  expect(await api.deps.db.webhooks.byId(made.id)).toBeNull();
+});
+
+test('every event type arrives once, signed so that the standardwebhooks verifier accepts it, with the resource as the API shows it', async () => {
+  const hook = await newWebhook(user, '/all');
+  const verifier = new Webhook(hook.secret);
+  const kubo = createKubo(stack.kuboApiUrl);
+
+  // upload.created, and quota.near: 900,000 bytes of a 1 MiB plan pass 80 %.
+  const big = crypto.randomBytes(900_000);
+  const upload = await call(api, 'POST', '/upload/new', {
+    key: user.apiKey,
+    body: { content: big.toString('base64'), name: 'big.bin', encoding: 'base64' },
+  });
+  expect(upload.status).toBe(201);
+  // quota.reached: the next upload does not fit.
+  const full = await as(user, 'POST', '/upload/new', { content: 'x'.repeat(200_000), name: 'too-much.txt' });
+  expect(errorReason(full)).toBe('STORAGE_LIMIT');
+  // file.deleted frees the room again.
+  expect((await as(user, 'DELETE', `/files/${upload.body.id}`)).status).toBe(200);
+  // pin.queued and pin.pinned: content Kubo has; pin.failed: content nobody has (PIN_TIMEOUT 3 s).
+  const local = (await kubo.add(crypto.randomBytes(100), { cidVersion: 1, pin: false })).cid.toString();
+  expect((await as(user, 'POST', '/pin', { cid: local })).status).toBeLessThan(300);
+  const missing = 'bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba';
+  expect((await as(user, 'POST', '/pin', { cid: missing })).status).toBeLessThan(300);
+  // snapshot.completed
+  const folderId = (await as(user, 'POST', '/folders', { name: 'snap' })).body.folderId as string;
+  await as(user, 'POST', '/upload/new', { content: 'in the folder', name: 'a.txt', folderId });
+  expect((await as(user, 'POST', `/folders/${folderId}/snapshot`)).status).toBeLessThan(300);
+  // ipns.published
+  const name = (await as(user, 'POST', '/ipns/keys', { name: 'hooked' })).body.ipnsName as string;
+  expect((await as(user, 'POST', '/ipns/publish', { ipnsName: name, cid: local })).status).toBe(200);
+  // s3.object.created
+  const s3 = s3Client(api, user);
+  const bucket = `hooks-${crypto.randomBytes(4).toString('hex')}`;
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k.txt', Body: 'an object' }));
+  // webhook.test
+  expect((await as(user, 'POST', `/webhooks/${hook.id}/test`)).status).toBe(202);
+
+  // Not made here: snapshot.failed (a snapshot job fails only when cancelled) and
+  // ipns.republish_failing (Kubo refusing a stored record); their payloads are built the same way.
+  // Two uploads (big.bin, a.txt) and two pin requests: two events of each.
+  const made = WEBHOOK_EVENT_TYPES.filter((t) => t !== 'snapshot.failed' && t !== 'ipns.republish_failing');
+  const expected: string[] = [...made, 'upload.created', 'pin.queued', 'webhook.test'];
+  const typesOf = () => hooks.at('/all').map((r) => (JSON.parse(r.body) as { type: string }).type);
+  await eventually(
+    async () => typesOf(),
+    (types) => types.length >= expected.length,
+    60_000,
+    'every event type delivered',
+  );
+  await new Promise((r) => setTimeout(r, 1000)); // any duplicate would arrive by now
+  const received = hooks.at('/all');
+  expect(typesOf().sort()).toEqual([...expected].sort());
+  expect(new Set(received.map((r) => r.headers['webhook-id'])).size).toBe(received.length);
+  const byType = new Map<string, { type: string; timestamp: string; data: any }>();
+  for (const r of received) {
+    const payload = verifier.verify(r.body, r.headers) as { type: string; timestamp: string; data: any };
+    expect(Number.isNaN(Date.parse(payload.timestamp))).toBe(false);
+    // The first of each type (big.bin's upload, the local pin's queueing).
+    if (!byType.has(payload.type)) byType.set(payload.type, payload);
+  }
+  expect(() => new Webhook(`whsec_${crypto.randomBytes(24).toString('base64')}`).verify(received[0]!.body, received[0]!.headers)).toThrow();
+
+  expect(byType.get('upload.created')!.data).toMatchObject({ id: upload.body.id, cid: upload.body.cid, size: 900_000, name: 'big.bin' });
+  expect(byType.get('file.deleted')!.data).toMatchObject({ id: upload.body.id, cid: upload.body.cid });
+  expect(byType.get('quota.near')!.data).toMatchObject({ storageLimitBytes: 1024 * 1024 });
+  expect(byType.get('quota.near')!.data.storageUsedBytes).toBeGreaterThanOrEqual(900_000);
+  expect(byType.get('pin.pinned')!.data).toMatchObject({ cid: local, status: 'pinned' });
+  expect(byType.get('pin.failed')!.data).toMatchObject({ cid: missing, status: 'failed' });
+  expect(byType.get('snapshot.completed')!.data).toMatchObject({ folderId, fileCount: 1 });
+  expect(byType.get('ipns.published')!.data).toMatchObject({ ipnsName: name, cid: local, published: true });
+  expect(byType.get('s3.object.created')!.data).toMatchObject({ bucket, key: 'k.txt', size: 9 });
+  // One pin's events in order: queued before pinned.
+  const pinTypes = received.map((r) => JSON.parse(r.body)).filter((p) => p.type.startsWith('pin.') && p.data.cid === local);
+  expect(pinTypes.map((p) => p.type)).toEqual(['pin.queued', 'pin.pinned']);
+  // The log has one delivered delivery per event, each with its one attempt.
+  const log = await deliveries(user, hook.id);
+  expect(log).toHaveLength(expected.length);
+  for (const d of log) expect(d).toMatchObject({ state: 'delivered', attempts: [{ statusCode: 200 }] });
+}, 120_000);
+
+test('a receiver that answers 500 three times then 200 gets the event four times with one webhook-id', async () => {
+  const hook = await newWebhook(user, '/flaky', ['pin.pinned']);
+  const sent = await as(user, 'POST', `/webhooks/${hook.id}/test`);
+  expect(sent.status).toBe(202);
+  await eventually(
+    async () => hooks.at('/flaky').length,
+    (n) => n >= 4,
+    30_000,
+    'four attempts',
+  );
+  await new Promise((r) => setTimeout(r, 1000));
+  const got = hooks.at('/flaky');
+  expect(got).toHaveLength(4);
+  expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([sent.body.eventId]));
+  const [delivery] = await deliveries(user, hook.id);
+  expect(delivery).toMatchObject({ id: sent.body.id, state: 'delivered' });
+  expect(delivery.attempts.map((a: { statusCode: number }) => a.statusCode)).toEqual([500, 500, 500, 200]);
+  // Redelivery: the same event again, as a new try.
+  expect((await as(user, 'POST', `/webhooks/${hook.id}/deliveries/${delivery.id}/redeliver`)).status).toBe(202);
+  await eventually(
+    async () => hooks.at('/flaky').length,
+    (n) => n === 5,
+    30_000,
+    'the redelivery',
+  );
+  expect(hooks.at('/flaky')[4]!.headers['webhook-id']).toBe(sent.body.eventId);
+}, 60_000);
+
+test('a receiver down while the worker is killed gets everything, in order, when both come back', async () => {
+  const late = receiver();
+  const latePort = await late.listen();
+  await late.close(); // a port nobody listens on, for now
+  const hook = await newWebhook(user, '/late', ['pin.pinned'], `http://127.0.0.1:${latePort}/late`);
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push((await as(user, 'POST', `/webhooks/${hook.id}/test`)).body.eventId);
+  await eventually(async () => (await deliveries(user, hook.id)).some((d) => d.attempts.length > 0), Boolean, 20_000, 'a failed attempt');
+  await worker.kill('SIGKILL');
+  await late.listen(latePort);
+  worker = await startWorkerProcess(env);
+  await eventually(
+    async () => late.got.length,
+    (n) => n >= 5,
+    30_000,
+    'everything delivered',
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  const order = [...new Map(late.got.map((r) => [r.headers['webhook-id'], true])).keys()];
+  expect(order).toEqual(ids);
+  await late.close();
+  const log = await deliveries(user, hook.id);
+  expect(log.every((d) => d.state === 'delivered')).toBe(true);
+  expect((await as(user, 'GET', `/webhooks/${hook.id}`)).body.failingSince).toBeNull();
+}, 90_000);
+
+test('an endpoint failing for the whole retry period is paused, and its log says so', async () => {
+  const dead = receiver();
+  const deadPort = await dead.listen();
+  await dead.close();
+  const hook = await newWebhook(user, '/dead', ['pin.pinned'], `http://127.0.0.1:${deadPort}/dead`);
+  await as(user, 'POST', `/webhooks/${hook.id}/test`);
+  const paused = await eventually(
+    async () => (await as(user, 'GET', `/webhooks/${hook.id}`)).body,
+    (w) => w.enabled === false,
+    RETRY_PERIOD_S * 1000 + 30_000,
+    'the endpoint paused',
+  );
+  expect(paused.disabledReason).toMatch(/every delivery failed/);
+  const log = await deliveries(user, hook.id);
+  expect(log.map((d) => [d.eventType, d.state])).toEqual([
+    ['webhook.disabled', 'failed'],
+    ['webhook.test', expect.stringMatching(/^(failed|pending)$/)],
+  ]);
+  expect(log[1].attempts.length).toBeGreaterThan(3);
+  // Enabled again, it takes events again.
+  expect((await as(user, 'PUT', `/webhooks/${hook.id}`, { enabled: true })).body).toMatchObject({ enabled: true, disabledReason: null });
+}, 90_000);
+
+test('private, loopback and link-local addresses are refused at creation and at delivery unless the operator allows them', async () => {
+  const strict = await startTestApi(testEnv({ TEMPORAL_TASK_QUEUE: env.TEMPORAL_TASK_QUEUE }));
+  try {
+    const owner = await createUser(strict, 'bodhi');
+    const make = (url: string) => call(strict, 'POST', '/webhooks', { key: owner.apiKey, body: { url, events: ['pin.pinned'] } });
+    for (const url of [
+      'https://127.0.0.1/h',
+      'https://localhost/h',
+      'https://10.1.2.3/h',
+      'https://169.254.169.254/latest',
+      'https://[::1]/h',
+    ]) {
+      const reply = await make(url);
+      expect([url, reply.status, errorReason(reply)]).toEqual([url, 400, 'WEBHOOK_ADDRESS_REFUSED']);
+    }
+    expect(errorReason(await make(`http://127.0.0.1:${port}/h`))).toBe('INVALID_WEBHOOK_URL');
+  } finally {
+    await strict.close();
+  }
+  // At delivery, the address is checked as the connection is made: `localhost` resolves to loopback.
+  const before = hooks.got.length;
+  const refused = await sendWebhook({
+    url: `http://localhost:${port}/strict`,
+    secret: `whsec_${crypto.randomBytes(24).toString('base64')}`,
+    eventId: 'msg_strict',
+    body: '{}',
+    allowPrivate: false,
+  });
+  expect(refused).toMatchObject({ ok: false, statusCode: null });
+  expect(refused.error).toMatch(/loopback/);
+  expect(hooks.got.length).toBe(before);
+});

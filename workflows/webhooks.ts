@@ -1,0 +1,34 @@
+// An endpoint's delivery job (contract: infra/temporal/contracts/webhooks.ts): rounds of
+// sending (activities/webhooks.ts) for the endpoint's whole life. Between rounds it sleeps on a
+// durable timer until the next retry is due, or until an event wakes it; with nothing pending it
+// still looks every WEBHOOK_IDLE_LOOK_MS, for events whose wake-up was lost. Its state is the
+// deliveries in MongoDB, so a worker killed mid-round loses nothing: the round runs again and
+// sends what it had not recorded as delivered (at least once, same `webhook-id`).
+import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import { WAKE_SIGNAL, WEBHOOK_IDLE_LOOK_MS, WEBHOOK_ROUNDS_PER_RUN, type WebhookWorkflow } from '../infra/temporal/contracts/webhooks.js';
+
+const wakeSignal = defineSignal(WAKE_SIGNAL);
+
+/** A round sends one attempt at a time, each within 10 s, and heartbeats between them. */
+const { sendWebhookRound } = proxyActivities<Activities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '15s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+
+export const webhookWorkflow: WebhookWorkflow = async (input) => {
+  let woken = false;
+  setHandler(wakeSignal, () => void (woken = true));
+  for (let round = 0; round < WEBHOOK_ROUNDS_PER_RUN; round++) {
+    woken = false;
+    const result = await sendWebhookRound(input);
+    if (result.state === 'stopped') return;
+    if (result.state === 'more') continue;
+    const wait =
+      result.nextAttemptAt === null ? WEBHOOK_IDLE_LOOK_MS : Math.max(0, Math.min(WEBHOOK_IDLE_LOOK_MS, result.nextAttemptAt - Date.now()));
+    if (wait > 0) await condition(() => woken, wait);
+    if (workflowInfo().continueAsNewSuggested) break;
+  }
+  await continueAsNew<WebhookWorkflow>(input);
+};
