@@ -271,8 +271,14 @@ export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Characters of a receiver's answer kept with an attempt, and attempts kept per delivery. */
 export const WEBHOOK_RESPONSE_KEEP_CHARS = 256;
 export const WEBHOOK_ATTEMPTS_KEPT = 20;
-/** Deliveries one round of an endpoint's job looks at, in order, and how long a round runs. */
+/** While events keep arriving, an endpoint's round looks for more this often, rather than ending. */
+export const WEBHOOK_POLL_MS = 250;
+/** Deliveries one pass of an endpoint's round looks at, in order, and how long a round runs. */
 export const WEBHOOK_ROUND_DELIVERIES = 100;
 export const WEBHOOK_ROUND_MS = 30_000;
+/** A recorder waits this long before it wakes a sleeping endpoint's job, so that the events of a
+ * burst are sent in one round rather than a round each (a round costs Temporal and the worker a
+ * few milliseconds of CPU: npm run bench). The delay an event's delivery may have for it. */
+export const WEBHOOK_WAKE_DELAY_MS = 200;
 /** Finished deliveries are kept in the log this long. */
 export const WEBHOOK_LOG_RETENTION_MS = 30 * 86_400_000;

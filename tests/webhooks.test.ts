@@ -10,6 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
 import type { ApiServer } from '../api/server.js';
+import { CID } from 'multiformats/cid';
+import * as raw from 'multiformats/codecs/raw';
+import { sha256 } from 'multiformats/hashes/sha2';
+import { parseCid } from '../infra/cid.js';
+import { newFileId } from '../infra/db/files.js';
 import { createKubo } from '../infra/kubo.js';
 import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
@@ -59,7 +64,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE: 'true',
     WEBHOOK_RETRY_PERIOD: `${RETRY_PERIOD_S}s`,
     PIN_TIMEOUT: '3s',
-    PLANS_FILE: plansFile({ bodhi: { storageMB: 1, webhooks: 4 } }),
+    PLANS_FILE: plansFile({ bodhi: { storageMB: 1, webhooks: 6 } }),
   });
   [api, worker, port] = await Promise.all([startTestApi(env), startWorkerProcess(env), hooks.listen()]);
   user = await createUser(api, 'bodhi');
@@ -109,9 +114,9 @@ test('endpoints are made, read, changed and deleted; the secret is shown once; a
   }
   expect((await as(other, 'GET', '/webhooks')).body.items).toEqual([]);
 
-  // The plan allows 4: the fifth is 402.
+  // The plan allows 6: the seventh is 402.
   const more = [];
-  for (let i = 0; i < 4; i++) more.push(await newWebhook(other, `/limit-${i}`, ['pin.pinned']));
+  for (let i = 0; i < 6; i++) more.push(await newWebhook(other, `/limit-${i}`, ['pin.pinned']));
   const refused = await as(other, 'POST', '/webhooks', { url: `http://127.0.0.1:${port}/x`, events: ['pin.pinned'] });
   expect([refused.status, errorReason(refused)]).toEqual([402, 'WEBHOOK_LIMIT']);
   expect((await as(other, 'DELETE', `/webhooks/${more[0]!.id}`)).status).toBe(200);
@@ -159,8 +164,7 @@ test('every event type arrives once, signed so that the standardwebhooks verifie
   // webhook.test
   expect((await as(user, 'POST', `/webhooks/${hook.id}/test`)).status).toBe(202);
 
-  // Not made here: snapshot.failed (a snapshot job fails only when cancelled) and
-  // ipns.republish_failing (Kubo refusing a stored record); their payloads are built the same way.
+  // snapshot.failed and ipns.republish_failing have tests of their own below.
   // Two uploads (big.bin, a.txt) and two pin requests: two events of each.
   const made = WEBHOOK_EVENT_TYPES.filter((t) => t !== 'snapshot.failed' && t !== 'ipns.republish_failing');
   const expected: string[] = [...made, 'upload.created', 'pin.queued', 'webhook.test'];
@@ -311,3 +315,80 @@ test('private, loopback and link-local addresses are refused at creation and at 
   expect(refused.error).toMatch(/loopback/);
   expect(hooks.got.length).toBe(before);
 });
+
+test('snapshot.failed: a snapshot job cancelled by an operator is announced', async () => {
+  const hook = await newWebhook(user, '/snapfail', ['snapshot.failed', 'snapshot.completed']);
+  const folderId = (await as(user, 'POST', '/folders', { name: 'never snapshotted' })).body.folderId as string;
+  // A file whose content Kubo does not have: the job waits for its blocks until cancelled.
+  const cid = parseCid(CID.create(1, raw.code, await sha256.digest(crypto.randomBytes(32))).toString());
+  const now = Date.now();
+  await api.deps.db.files.insert({
+    _id: newFileId(),
+    userId: user.userId,
+    cid: cid.v1,
+    multihash: cid.multihash,
+    name: 'missing.bin',
+    description: null,
+    size: 32,
+    dagSize: null,
+    mimeType: 'application/octet-stream',
+    folderId,
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
+  const job = await as(user, 'POST', `/folders/${folderId}/snapshot`);
+  expect(job.status).toBe(202);
+  await api.deps.temporal.client.workflow.getHandle(`snapshot:${job.body.id}`).cancel();
+  await eventually(
+    async () => hooks.at('/snapfail').length,
+    (n) => n >= 1,
+    30_000,
+    'snapshot.failed delivered',
+  );
+  const payload = new Webhook(hook.secret).verify(hooks.at('/snapfail')[0]!.body, hooks.at('/snapfail')[0]!.headers) as any;
+  expect(payload).toMatchObject({ type: 'snapshot.failed', data: { folderId, error: expect.stringMatching(/cancel/i) } });
+});
+
+test('ipns.republish_failing: a name whose republishing begins to fail is announced once', async () => {
+  // A pair of its own: the API publishes through the test stack's Kubo; the worker republishes
+  // through a Kubo that is not there.
+  const queue = `webhooks-ipns-${crypto.randomUUID()}`;
+  const own = testEnv({ TEMPORAL_TASK_QUEUE: queue, WEBHOOK_ALLOW_PRIVATE: 'true', IPNS_REPUBLISH_INTERVAL: '1s' });
+  const dead = receiver();
+  const deadPort = await dead.listen();
+  await dead.close();
+  const [ipnsApi, badWorker] = await Promise.all([
+    startTestApi(own),
+    startWorkerProcess({ ...own, KUBO_API_URL: `http://127.0.0.1:${deadPort}` }),
+  ]);
+  try {
+    const owner = await createUser(ipnsApi, 'bodhi');
+    const hook = (
+      await call(ipnsApi, 'POST', '/webhooks', {
+        key: owner.apiKey,
+        body: { url: `http://127.0.0.1:${port}/republish`, events: ['ipns.republish_failing'] },
+      })
+    ).body;
+    const target = (await call(ipnsApi, 'POST', '/upload/new', { key: owner.apiKey, body: { content: 'named', name: 'n.txt' } })).body.cid;
+    const name = (await call(ipnsApi, 'POST', '/ipns/keys', { key: owner.apiKey, body: { name: 'failing' } })).body.ipnsName;
+    expect((await call(ipnsApi, 'POST', '/ipns/publish', { key: owner.apiKey, body: { ipnsName: name, cid: target } })).status).toBe(200);
+    await eventually(
+      async () => hooks.at('/republish').length,
+      (n) => n >= 1,
+      30_000,
+      'ipns.republish_failing delivered',
+    );
+    await new Promise((r) => setTimeout(r, 3000)); // more failed republishes: still one event
+    const got = hooks.at('/republish');
+    expect(got).toHaveLength(1);
+    const payload = new Webhook(hook.secret).verify(got[0]!.body, got[0]!.headers) as any;
+    expect(payload).toMatchObject({
+      type: 'ipns.republish_failing',
+      data: { ipnsName: name, cid: target, failingSince: expect.any(Number) },
+    });
+    expect(payload.data.error).toEqual(expect.any(String));
+  } finally {
+    await Promise.all([ipnsApi.close(), badWorker.kill()]);
+  }
+}, 90_000);

@@ -2,7 +2,15 @@
 // directory of the folder from its files' CIDs (the listing kept for the job then goes),
 // record it (a hold, so Cluster pins it), and wait until Cluster has it. The `progress` query
 // answers how many files are linked so far.
-import { defineQuery, defineSignal, patched, proxyActivities, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  defineQuery,
+  defineSignal,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
   LINKED_SIGNAL,
@@ -32,7 +40,9 @@ export const snapshotWorkflow: SnapshotWorkflow = async (input): Promise<Snapsho
   try {
     result = await takeSnapshot(input);
   } catch (err) {
-    await announceSnapshot({ ...input, status: 'failed', error: (err as Error).message });
+    // Also when the job was cancelled (by an operator): the announcement itself is not.
+    const error = (err as Error).message;
+    await CancellationScope.nonCancellable(() => announceSnapshot({ ...input, status: 'failed', error }));
     throw err;
   }
   if (result.status === 'complete') await announceSnapshot({ ...input, ...result });

@@ -5,7 +5,9 @@
 // retention (WEBHOOK_LOG_RETENTION_MS), and each round of the job drops older ones.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { isDuplicateKey } from './errors.js';
+import { AUTH_MEMORY_MS } from '../constants.js';
+import { insertUnordered } from './batch.js';
+import { rememberReads } from './by-id.js';
 import { after } from './pages.js';
 
 export interface WebhookRecord {
@@ -24,6 +26,13 @@ export interface WebhookRecord {
   failingSince: number | null;
   /** Why the service paused it (failing for the whole retry period); null otherwise. */
   disabledReason: string | null;
+}
+
+/** An attempt to keep, and the delivery's state after it. */
+export interface AttemptWrite {
+  id: string;
+  attempt: WebhookAttempt;
+  set: Pick<DeliveryRecord, 'state' | 'nextAttemptAt' | 'firstAttemptAt'>;
 }
 
 export interface WebhookAttempt {
@@ -78,8 +87,8 @@ const webhookSchema = new Schema<WebhookRecord>(
   { versionKey: false, minimize: false },
 );
 webhookSchema.index({ userId: 1, createdAt: -1, _id: -1 });
-// The endpoints an event goes to: an account's enabled ones subscribed to its type.
-webhookSchema.index({ userId: 1, enabled: 1, events: 1 });
+// The endpoints an event may go to: an account's enabled ones.
+webhookSchema.index({ userId: 1, enabled: 1 });
 
 const deliverySchema = new Schema<DeliveryRecord>(
   {
@@ -110,11 +119,19 @@ deliverySchema.index({ webhookId: 1, createdAt: -1, _id: -1 });
 export function createWebhookStore(conn: Connection) {
   const Webhooks: Model<WebhookRecord> = conn.model<WebhookRecord>('Webhook', webhookSchema, 'webhooks');
   const Deliveries: Model<DeliveryRecord> = conn.model<DeliveryRecord>('WebhookDelivery', deliverySchema, 'webhookdeliveries');
+  const enabled = rememberReads(
+    (userId: string) =>
+      Webhooks.find({ userId, enabled: true }, { _id: 1, events: 1 }).lean<Pick<WebhookRecord, '_id' | 'events'>[]>().exec(),
+    AUTH_MEMORY_MS,
+  );
   return {
     model: Webhooks,
     deliveryModel: Deliveries,
 
-    insert: (webhook: WebhookRecord) => Webhooks.create(webhook),
+    async insert(webhook: WebhookRecord): Promise<void> {
+      await Webhooks.create(webhook);
+      enabled.forget(webhook.userId);
+    },
 
     byId: (id: string) => Webhooks.findById(id).lean<WebhookRecord>().exec(),
 
@@ -128,22 +145,37 @@ export function createWebhookStore(conn: Connection) {
         .lean<WebhookRecord[]>()
         .exec(),
 
-    /** The user's enabled endpoints that take events of `type` (at most the plan's number). */
-    subscribed: (userId: string, type: string) =>
-      Webhooks.find({ userId, enabled: true, events: type }, { _id: 1 }).lean<{ _id: string }[]>().exec(),
+    /**
+     * The user's enabled endpoints that take events of `type` (at most the plan's number of
+     * them), from the user's enabled endpoints as this process read them within AUTH_MEMORY_MS
+     * (an event per upload would otherwise cost a read each). A change made in this process
+     * counts at once (`insert`, `update` and `remove` forget them), one made in another within
+     * that second, as for users (api/usecases/access.ts).
+     */
+    async subscribed(userId: string, type: string): Promise<{ _id: string }[]> {
+      return ((await enabled.get(userId)) ?? []).filter((w) => w.events.includes(type));
+    },
 
-    update: (
+    async update(
       userId: string,
       id: string,
       set: Partial<Pick<WebhookRecord, 'url' | 'events' | 'description' | 'enabled' | 'disabledReason'>>,
-    ) =>
-      Webhooks.findOneAndUpdate({ _id: id, userId }, { $set: { ...set, updatedAt: Date.now() } }, { returnDocument: 'after' })
+    ): Promise<WebhookRecord | null> {
+      const updated = await Webhooks.findOneAndUpdate(
+        { _id: id, userId },
+        { $set: { ...set, updatedAt: Date.now() } },
+        { returnDocument: 'after' },
+      )
         .lean<WebhookRecord>()
-        .exec(),
+        .exec();
+      enabled.forget(userId);
+      return updated;
+    },
 
     /** Removes the endpoint and its delivery log; true when it was the user's. */
     async remove(userId: string, id: string): Promise<boolean> {
       const res = await Webhooks.deleteOne({ _id: id, userId }).exec();
+      enabled.forget(userId);
       if (res.deletedCount === 0) return false;
       await Deliveries.deleteMany({ webhookId: id }).exec();
       return true;
@@ -170,13 +202,8 @@ export function createWebhookStore(conn: Connection) {
 
     /** Records deliveries; those recorded already (the same event for the same endpoint) are skipped. */
     async addDeliveries(deliveries: DeliveryRecord[]): Promise<void> {
-      if (deliveries.length === 0) return;
-      try {
-        await Deliveries.insertMany(deliveries, { ordered: false });
-      } catch (err) {
-        const writeErrors = (err as { writeErrors?: unknown[] }).writeErrors;
-        if (!isDuplicateKey(err) && !(writeErrors && writeErrors.every((e) => isDuplicateKey(e)))) throw err;
-      }
+      const failed = (await insertUnordered(Deliveries, deliveries)).find((o) => o instanceof Error);
+      if (failed) throw failed;
     },
 
     /** The endpoint's pending deliveries in event order, due or not. */
@@ -193,14 +220,15 @@ export function createWebhookStore(conn: Connection) {
     delivery: (userId: string, webhookId: string, id: string) =>
       Deliveries.findOne({ _id: id, webhookId, userId }).lean<DeliveryRecord>().exec(),
 
-    /** Keeps an attempt (the last `keep` of them) and the delivery's new state. */
-    async attempted(
-      id: string,
-      attempt: WebhookAttempt,
-      set: Pick<DeliveryRecord, 'state' | 'nextAttemptAt' | 'firstAttemptAt'>,
-      keep: number,
-    ): Promise<void> {
-      await Deliveries.updateOne({ _id: id }, { $set: set, $push: { attempts: { $each: [attempt], $slice: -keep } } }).exec();
+    /** Keeps attempts (the last `keep` of each delivery's) and the deliveries' new states, in one write. */
+    async attempted(writes: AttemptWrite[], keep: number): Promise<void> {
+      if (writes.length === 0) return;
+      await Deliveries.bulkWrite(
+        writes.map(({ id, attempt, set }) => ({
+          updateOne: { filter: { _id: id }, update: { $set: set, $push: { attempts: { $each: [attempt], $slice: -keep } } } },
+        })),
+        { ordered: false },
+      );
     },
 
     /** Sends the delivery again, as a new try with the same event ID (not a notice: never sent). */

@@ -7,7 +7,7 @@
 // (`webhookEvents`), so an event nobody can want costs no read. The list only grows: keeping
 // it exact would race an endpoint created beside one deleted; a stale entry costs one indexed
 // read that finds no endpoint.
-import { WEBHOOK_DELIVERY_ID_PREFIX, WEBHOOK_EVENT_ID_PREFIX } from '../constants.js';
+import { WEBHOOK_DELIVERY_ID_PREFIX, WEBHOOK_EVENT_ID_PREFIX, WEBHOOK_WAKE_DELAY_MS } from '../constants.js';
 import type { Database } from '../db/index.js';
 import type { DeliveryRecord } from '../db/webhooks.js';
 import type { Logger } from '../logger.js';
@@ -140,23 +140,22 @@ export async function recordFor(deps: EventDeps, userId: string, webhookIds: str
 }
 
 /**
- * Wakes an endpoint's job, in the background. A burst of events for one endpoint sends one
- * signal at a time and one more after it, not one per event: the job reads everything pending
- * when it wakes. A lost wake-up (Temporal away, the process gone) delays the deliveries until
- * the job looks by itself (every 5 minutes: workflows/webhooks.ts); they are recorded, so none is lost.
+ * Wakes an endpoint's job, in the background, WEBHOOK_WAKE_DELAY_MS from the first event that
+ * asks: the events of a burst share one signal and one round, and while a signal is on its way
+ * the next events ask for no other, so a stream of events costs a few signals a second, not one
+ * each. A job that is in a round when the signal comes runs another after it (the workflow
+ * keeps the signal), so an event recorded as a round ends is not left behind. A lost wake-up (Temporal away, the process gone) delays the
+ * deliveries until the job looks by itself (every 5 minutes: workflows/webhooks.ts); they are
+ * recorded, so none is lost.
  */
-const waking = new Map<string, 'sending' | 'again'>();
+const waking = new Set<string>();
 export function wake(jobs: Jobs, userId: string, webhookId: string): void {
-  if (waking.has(webhookId)) {
-    waking.set(webhookId, 'again');
-    return;
-  }
-  waking.set(webhookId, 'sending');
-  void (async () => {
-    do {
-      waking.set(webhookId, 'sending');
-      await jobs.signalWithStart(webhookJob, { userId, webhookId }, WAKE_SIGNAL, []).catch(() => undefined);
-    } while (waking.get(webhookId) === 'again');
+  if (waking.has(webhookId)) return;
+  waking.add(webhookId);
+  setTimeout(() => {
+    // Taken off before the signal: an event recorded while it is sent finds the job awake, or
+    // asks for another wake-up.
     waking.delete(webhookId);
-  })();
+    jobs.signalWithStart(webhookJob, { userId, webhookId }, WAKE_SIGNAL, []).catch(() => undefined);
+  }, WEBHOOK_WAKE_DELAY_MS).unref();
 }

@@ -24,6 +24,7 @@ export function writePlansFile(dir: string): string {
     ipnsNames: 10_000_000,
     ipnsPublishesPerMonth: 10_000_000,
     gatewayBandwidthMB: 10_000_000_000,
+    webhooks: 100,
   };
   const file = path.join(dir, 'plans.json');
   fs.writeFileSync(file, JSON.stringify(base, null, 2));
@@ -54,6 +55,8 @@ export function serviceEnv(
     API_PORT: String(apiPort),
     PLANS_FILE: writePlansFile(dataDir),
     LOG_LEVEL: 'warn',
+    // The webhooks bench's receiver is on loopback.
+    WEBHOOK_ALLOW_PRIVATE: 'true',
     SHUTDOWN_TIMEOUT_MS: '2000',
   };
 }

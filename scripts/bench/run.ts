@@ -24,6 +24,8 @@
 //   s3.ts       4 KiB PutObject/GetObject at 16 clients vs MinIO (s3-small.ts, `--s3-small`),
 //               1 GiB PutObject vs the REST upload, CompleteMultipartUpload of 5 GiB in 8 MiB
 //               parts (`--s3` runs only this one)
+//   webhooks.ts 10,000 deliveries to 100 endpoints on a loopback receiver (deliveries/s), and
+//               the API's small-upload rate with webhooks on vs off (`--webhooks`)
 //   file-ids.ts how long an upgraded API's start takes to give a million files from before file
 //               ids their own (`--migrate [--records N]` runs only this one)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
@@ -49,6 +51,7 @@ import { benchScaleOut, scaleOutLines } from './scale-out.js';
 import { benchSnapshot, SNAPSHOT_DIRS, SNAPSHOT_FILE_BYTES, type SnapshotResult } from './snapshot.js';
 import { benchSmallFiles } from './small.js';
 import { benchUpload, type UploadClient } from './upload.js';
+import { benchWebhooks, webhooksBroken, webhooksLines } from './webhooks.js';
 
 const fixed = (n: number, digits = 1) => n.toFixed(digits);
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
@@ -153,6 +156,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
   const analytics = await benchAnalytics(ctx, say);
   const gateway = await benchGateway(ctx, say);
   const edge = await benchEdge(ctx, say);
+  const webhooks = await benchWebhooks(ctx, say);
   const lines = [
     uploadLine(upload),
     smallLine(small),
@@ -165,6 +169,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
     analyticsLine(analytics),
     ...gatewayLines(gateway),
     ...edgeLines(edge),
+    ...webhooksLines(webhooks),
   ];
   process.stdout.write(`\n${lines.join('\n')}\n`);
   // Slow is reported, not failed; wrong is a failure. 5xx answers are in the summary.
@@ -175,6 +180,7 @@ async function costOverComponents(ctx: BenchContext): Promise<number> {
     ...(analytics.correct ? [] : ['GET /analytics did not count the uploads recorded']),
     ...gatewayBroken(gateway),
     ...edgeBroken(edge),
+    ...webhooksBroken(webhooks),
   ];
   for (const problem of broken) say(`broken: ${problem}`);
   return broken.length > 0 ? 1 : 0;
@@ -292,6 +298,14 @@ async function ipnsOnly(ctx: BenchContext, names: number): Promise<number> {
   return 0;
 }
 
+async function webhooksOnly(ctx: BenchContext): Promise<number> {
+  const result = await benchWebhooks(ctx, say);
+  process.stdout.write(`\n${webhooksLines(result).join('\n')}\n${machineLine(ctx.loadStart)}\n`);
+  const broken = webhooksBroken(result);
+  for (const problem of broken) say(`broken: ${problem}`);
+  return broken.length > 0 ? 1 : 0;
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const at = args.indexOf('--rounds');
@@ -332,6 +346,7 @@ async function main(): Promise<number> {
   if (args.includes('--images')) return runBench(imagesOnly);
   if (args.includes('--gateway')) return runBench(gatewayOnly);
   if (args.includes('--edge')) return runBench(edgeOnly);
+  if (args.includes('--webhooks')) return runBench(webhooksOnly);
   if (args.includes('--s3-small')) return runBench((ctx) => s3SmallOnly(ctx, say, rounds));
   if (args.includes('--s3')) return runBench((ctx) => s3Only(ctx, say));
   if (args.includes('--ipns')) {
