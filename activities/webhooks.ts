@@ -37,7 +37,8 @@ export function createWebhookActivities(deps: ActivityDeps) {
 
   /** Pauses the endpoint and tells the account in its log (once: whoever paused it first). */
   async function pause(webhook: WebhookRecord, now: number): Promise<void> {
-    const reason = `every delivery failed for ${Math.round(periodMs / 60_000)} minutes; enable the webhook again (PUT with enabled: true) once the endpoint answers`;
+    const period = periodMs >= 7_200_000 ? `${Math.round(periodMs / 3_600_000)} hours` : `${Math.round(periodMs / 1000)} s`;
+    const reason = `every delivery failed for ${period}; enable the webhook again (PUT with enabled: true) once the endpoint answers`;
     if (!(await db.webhooks.disable(webhook._id, reason))) return;
     const notice = newDelivery(
       webhook.userId,

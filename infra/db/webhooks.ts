@@ -6,7 +6,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { AUTH_MEMORY_MS } from '../constants.js';
-import { insertUnordered } from './batch.js';
+import { groupCommit, insertUnordered } from './batch.js';
 import { rememberReads } from './by-id.js';
 import { after } from './pages.js';
 
@@ -124,6 +124,7 @@ export function createWebhookStore(conn: Connection) {
       Webhooks.find({ userId, enabled: true }, { _id: 1, events: 1 }).lean<Pick<WebhookRecord, '_id' | 'events'>[]>().exec(),
     AUTH_MEMORY_MS,
   );
+  const insertDelivery = groupCommit((batch: DeliveryRecord[]) => insertUnordered(Deliveries, batch));
   return {
     model: Webhooks,
     deliveryModel: Deliveries,
@@ -200,10 +201,10 @@ export function createWebhookStore(conn: Connection) {
       return res.modifiedCount === 1;
     },
 
-    /** Records deliveries; those recorded already (the same event for the same endpoint) are skipped. */
+    /** Records deliveries; those recorded already (the same event for the same endpoint) are
+     * skipped. The deliveries of events recorded together (concurrent uploads) share one insert. */
     async addDeliveries(deliveries: DeliveryRecord[]): Promise<void> {
-      const failed = (await insertUnordered(Deliveries, deliveries)).find((o) => o instanceof Error);
-      if (failed) throw failed;
+      await Promise.all(deliveries.map(insertDelivery));
     },
 
     /** The endpoint's pending deliveries in event order, due or not. */
