@@ -8,7 +8,8 @@
 //      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
 //   4. with `--bench` (npm run bench): builds the benchComponents of versions.json too (MinIO,
 //      the engine the S3 benchmark compares with), cached like the rest.
-// `--binaries-only` skips step 1; `--deps-only` skips steps 2 and 4.
+//   5. builds the web console (scripts/build-console.mjs; after step 1, it needs esbuild).
+// `--binaries-only` skips steps 1 and 5; `--deps-only` skips steps 2 and 4.
 //
 // Why `go mod download` + `go build` rather than `go install MODULE@VERSION`: measured here,
 // `go install` refuses Kubo (its go.mod has an `exclude` block) and, for FerretDB and IPFS
@@ -185,6 +186,7 @@ function ensureTestClients() {
 
 try {
   if (!args.has('--binaries-only')) ensureDependencies();
+  if (!args.has('--binaries-only')) run(process.execPath, [path.join(root, 'scripts/build-console.mjs')], { stdio: 'inherit' });
   if (!args.has('--deps-only')) ensureBinaries(manifest.components);
   if (!args.has('--deps-only') && args.has('--bench')) ensureBinaries(manifest.benchComponents);
   if (args.has('--browser')) ensureTestClients();

@@ -119,7 +119,7 @@ test('totals, daily and storage growth after uploads of several types, a delete,
   expect(a.daily).toHaveLength(30);
   expect(a.period).toEqual({ from: Date.parse(`${today}T00:00:00Z`) - 29 * DAY, to: Date.parse(`${today}T00:00:00Z`) + DAY });
   expect(a.daily[0].date).toBe(utcDay(a.period.from));
-  expect(a.daily.at(-1)).toEqual({ date: today, uploads: 4, sizeMB: mb(uploaded) });
+  expect(a.daily.at(-1)).toEqual({ date: today, uploads: 4, sizeMB: mb(uploaded), gatewayMB: mb(2 * png.size) });
   expect(a.daily.slice(0, -1).every((d: any) => d.uploads === 0 && d.sizeMB === 0)).toBe(true);
   // A new user stored nothing before today.
   expect(a.storageGrowth.map((g: any) => g.date)).toEqual(a.daily.map((d: any) => d.date));
@@ -163,6 +163,7 @@ test('storage growth over past days and months, from the counter and later net c
     date: utcDay(now - 45 * DAY),
     uploads: 1,
     sizeMB: mb(2000),
+    gatewayMB: 0,
   });
 
   // Up to today: the last 30 days see the removal and today's upload.

@@ -14,6 +14,7 @@ import type { Temporal } from '../../infra/temporal/client.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { analyticsRoutes } from './analytics.js';
 import { apiKeyRoutes } from './apikeys.js';
+import { consoleRoutes } from './console.js';
 import { corsRoutes } from './cors.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { fileRoutes } from './files.js';
@@ -70,6 +71,7 @@ export function createApp(deps: AppDeps): Express {
   );
   const openApi = fs.readFileSync(openApiPath, 'utf8');
   resource(unauthenticated, '/openapi.json', { get: (_req, res) => void res.type('application/json').send(openApi) });
+  unauthenticated.use(consoleRoutes(config));
   app.use(unauthenticated);
 
   // Each capability's router puts the guard in front of its own paths, so a path that matches

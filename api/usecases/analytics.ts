@@ -64,7 +64,7 @@ export function analyticsPeriod(q: { from?: string; to?: string }, now = Date.no
 export interface Analytics {
   period: { from: number; to: number };
   totals: { uploads: number; storageMB: number; fileTypes: Record<string, number> };
-  daily: { date: string; uploads: number; sizeMB: number }[];
+  daily: { date: string; uploads: number; sizeMB: number; gatewayMB: number }[];
   storageGrowth: { date: string; cumulativeMB: number }[];
   gatewayBandwidthMB: number;
   gatewayBandwidthLimitMB: number;
@@ -134,7 +134,7 @@ export async function getAnalytics(deps: Pick<UseCaseDeps, 'db'>, caller: Caller
     totals: { uploads, storageMB: toMB(used), fileTypes },
     daily: period.days.map((date) => {
       const r = byDay.get(date);
-      return { date, uploads: r?.uploads ?? 0, sizeMB: toMB(r?.uploadBytes ?? 0) };
+      return { date, uploads: r?.uploads ?? 0, sizeMB: toMB(r?.uploadBytes ?? 0), gatewayMB: toMB(r?.gatewayBytes ?? 0) };
     }),
     storageGrowth,
     gatewayBandwidthMB: toMB(gatewayBytes),
