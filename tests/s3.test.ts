@@ -354,6 +354,56 @@ describe('objects', () => {
     expect(none.Errors ?? []).toEqual([]);
   });
 
+  test('conditional writes are atomic: of racing writes on one key, exactly those the key allowed win', async () => {
+    const b = await newBucket(s3, 'race');
+    // The ETag of a write that won, the error's code of one that lost.
+    const status = (p: Promise<{ ETag?: string }>) =>
+      p.then(
+        (r) => r.ETag!,
+        (err: { Code?: string; name: string }) => err.Code ?? err.name,
+      );
+    const put = (body: string, extra: { IfMatch?: string; IfNoneMatch?: string }) =>
+      status(s3.send(new PutObjectCommand({ Bucket: b, Key: 'k', Body: body, ...extra })));
+    // 12 creates of a key that has no object: one writes, every other finds it there.
+    const creates = await Promise.all(Array.from({ length: 12 }, (_, i) => put(`create ${i}`, { IfNoneMatch: '*' })));
+    const created = creates.filter((r) => r !== 'PreconditionFailed');
+    expect([created.length, creates.length - created.length]).toEqual([1, 11]);
+    const winner = creates.indexOf(created[0]!);
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'k' })))).toBe(`create ${winner}`);
+    // 12 updates that each require that object: one replaces it, the others see another ETag.
+    const updates = await Promise.all(Array.from({ length: 12 }, (_, i) => put(`update ${i}`, { IfMatch: created[0]! })));
+    const updated = updates.filter((r) => r !== 'PreconditionFailed');
+    expect(updated).toHaveLength(1);
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'k' })))).toBe(`update ${updates.indexOf(updated[0]!)}`);
+    // A copy onto the key under If-None-Match * is refused too, and a conditional delete of an old ETag.
+    await s3.send(new PutObjectCommand({ Bucket: b, Key: 'src', Body: 'source' }));
+    expect(
+      await s3Failure(s3.send(new CopyObjectCommand({ Bucket: b, Key: 'k', CopySource: `${b}/src`, IfNoneMatch: '*' }))),
+    ).toMatchObject({
+      code: 'PreconditionFailed',
+      status: 412,
+    });
+    const copied = await s3.send(new CopyObjectCommand({ Bucket: b, Key: 'k', CopySource: `${b}/src`, IfMatch: updated[0]! }));
+    expect(copied.CopyObjectResult?.ETag).toBe(`"${md5('source')}"`);
+    expect(await s3Failure(s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k', IfMatch: updated[0]! })))).toMatchObject({
+      code: 'PreconditionFailed',
+    });
+    // The size and time a delete may name (x-amz-if-match-size, x-amz-if-match-last-modified-time).
+    const head = await s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k' }));
+    const del = (extra: { IfMatchSize?: number; IfMatchLastModifiedTime?: Date }) =>
+      s3.send(new DeleteObjectCommand({ Bucket: b, Key: 'k', ...extra }));
+    expect(await s3Failure(del({ IfMatchSize: 9999 }))).toMatchObject({ code: 'PreconditionFailed', status: 412 });
+    expect(await s3Failure(del({ IfMatchLastModifiedTime: new Date(2015, 0, 1) }))).toMatchObject({ code: 'PreconditionFailed' });
+    const many = await s3.send(new DeleteObjectsCommand({ Bucket: b, Delete: { Objects: [{ Key: 'k', Size: 9999 }] } }));
+    expect(many.Errors!.map((e) => e.Code)).toEqual(['PreconditionFailed']);
+    await del({ IfMatchSize: head.ContentLength!, IfMatchLastModifiedTime: head.LastModified! });
+    expect(await s3Failure(s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k' })))).toMatchObject({ status: 404 });
+    await del({ IfMatchSize: 9999 }); // no object: nothing to refuse
+    // Every refused write gave back what it reserved: the counters equal a recount of the records.
+    const compared = await api.deps.db.usage.compare(alice.userId);
+    expect(compared?.stored).toEqual(compared?.fromRecords);
+  });
+
   test('a wrong checksum is BadDigest and nothing is kept', async () => {
     const failure = await s3Failure(
       s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'bad-crc', Body: 'some bytes', ChecksumCRC32: 'AAAAAA==' })),

@@ -9,6 +9,7 @@ import {
   LimitReached,
   NotFound,
   Overloaded,
+  PreconditionFailed,
   RateLimited,
   StupaError,
   TooLarge,
@@ -49,6 +50,10 @@ export function toS3Error(err: unknown): S3Error | undefined {
   if (err instanceof S3Error) return err;
   const known = asStupaError(err);
   if (!known) return undefined;
+  if (known instanceof PreconditionFailed)
+    return new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
+      Condition: known.condition,
+    });
   const code = BY_REASON[known.reason];
   if (code) return new S3Error(code, known.details);
   // A service that is back in a moment says when, as the REST API does (SDKs back off anyway).

@@ -4,7 +4,7 @@
 import { pipeline } from 'node:stream/promises';
 import { checksumTypeOf } from '../../infra/checksums.js';
 import { ANSWER_MAX_BYTES } from '../../infra/constants.js';
-import { copyObject, deleteObject, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
+import { copyObject, deleteObject, etagListed, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
 import {
@@ -18,7 +18,7 @@ import {
   sendXml,
   type S3Context,
 } from './context.js';
-import { checkWriteConditions, currentObject, etagListed, preconditionFailed } from './conditions.js';
+import { checkWriteConditions, etagList, preconditionFailed, sizeCondition, timeCondition } from './conditions.js';
 import { edgeObjectHeaders } from './edge.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';
@@ -53,8 +53,8 @@ export function objectBody(ctx: S3Context) {
 
 export async function putObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   assertPrivateAcl(ctx);
-  await checkWriteConditions(ctx, bucket, key, 'write');
-  const object = await putObject(ctx.deps, ctx.caller, bucket, key, objectBody(ctx), objectDetailsOf(ctx.req));
+  const condition = await checkWriteConditions(ctx, bucket, key, 'write');
+  const object = await putObject(ctx.deps, ctx.caller, bucket, key, objectBody(ctx), objectDetailsOf(ctx.req), condition);
   sendEmpty(ctx, 200, { etag: quoted(object.etag), ...cidHeaders(ctx, object.cid), ...checksumHeaders(object.checksums) });
 }
 
@@ -96,12 +96,9 @@ function preconditions(ctx: S3Context, object: ObjectRecord, prefix = ''): 'ok' 
     const value = ctx.req.headers[`${prefix}${name}`];
     return Array.isArray(value) ? value.join(',') : value;
   };
-  const matches = (list: string) => etagListed(list, object.etag);
+  const matches = (list: string) => etagListed(etagList(list), object.etag);
   const seconds = Math.floor(object.lastModified / 1000) * 1000;
-  const failed = (condition: string) =>
-    new S3Error('PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', {
-      Condition: `${prefix}${condition}`,
-    });
+  const failed = (condition: string) => preconditionFailed(`${prefix}${condition}`);
   const ifMatch = h('if-match');
   const ifUnmodifiedSince = h('if-unmodified-since');
   if (ifMatch !== undefined) {
@@ -230,12 +227,14 @@ export async function getObjectHandler(ctx: S3Context, bucket: string, key: stri
 }
 
 export async function deleteObjectHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
-  await checkWriteConditions(ctx, bucket, key, 'delete');
-  await deleteObject(ctx.deps, ctx.caller, bucket, key);
+  const condition = await checkWriteConditions(ctx, bucket, key, 'delete');
+  await deleteObject(ctx.deps, ctx.caller, bucket, key, condition);
   sendEmpty(ctx, 204);
 }
 
-type DeleteRequest = { Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown; ETag?: unknown }[] } };
+type DeleteRequest = {
+  Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown; ETag?: unknown; Size?: unknown; LastModifiedTime?: unknown }[] };
+};
 
 /** DeleteObjects: up to 1,000 keys, each deleted on its own; errors are listed, not thrown. */
 export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Promise<void> {
@@ -251,12 +250,13 @@ export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Prom
   for (const entry of objects) {
     const key = entry.Key === undefined ? '' : String(entry.Key);
     try {
-      // An entry's ETag is its If-Match: another object is not deleted; no object, nothing to do.
-      if (entry.ETag !== undefined) {
-        const existing = await currentObject(ctx, bucket, key);
-        if (existing && !etagListed(String(entry.ETag), existing.etag)) throw preconditionFailed('If-Match');
-      }
-      await deleteObject(ctx.deps, ctx.caller, bucket, key);
+      // An entry's ETag is its If-Match, its Size and LastModifiedTime what the object must
+      // have: another object is not deleted; no object, nothing to do.
+      await deleteObject(ctx.deps, ctx.caller, bucket, key, {
+        ...(entry.ETag !== undefined ? { ifMatch: etagList(String(entry.ETag)) } : {}),
+        ...(entry.Size !== undefined ? { size: sizeCondition(entry.Size) } : {}),
+        ...(entry.LastModifiedTime !== undefined ? { modifiedAt: timeCondition(entry.LastModifiedTime) } : {}),
+      });
       deleted.push({ Key: key });
     } catch (err) {
       const s3 = toS3Error(err);
@@ -305,6 +305,7 @@ export async function copyObjectHandler(ctx: S3Context, bucket: string, key: str
     );
   }
   await readSmallBody(ctx.req, ctx.auth, 0);
+  const condition = await checkWriteConditions(ctx, bucket, key, 'write');
   const object = await copyObject(
     ctx.deps,
     ctx.caller,
@@ -312,6 +313,7 @@ export async function copyObjectHandler(ctx: S3Context, bucket: string, key: str
     { bucket, key },
     replace ? objectDetailsOf(ctx.req) : undefined,
     copySourceCheck(ctx),
+    condition,
   );
   sendXml(
     ctx,

@@ -45,6 +45,14 @@ export class NotFound extends StupaError {
 /** The request contradicts the current state, e.g. LAST_API_KEY or EMAIL_TAKEN. */
 export class Conflict extends StupaError {}
 
+/** A write's condition on the current state does not hold (S3's If-Match, If-None-Match). */
+export class PreconditionFailed extends Conflict {
+  /** The condition as the request named it: If-Match, If-None-Match, x-amz-if-match-size, … */
+  constructor(readonly condition: string) {
+    super('PRECONDITION_FAILED', `the condition ${condition} does not hold`);
+  }
+}
+
 /** Content the service will not serve here: no holder of it (the gateway is not an open proxy). */
 export class Gone extends StupaError {}
 

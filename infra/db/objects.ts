@@ -84,6 +84,35 @@ schema.index({ userId: 1, multihash: 1 });
 
 export const objectId = (bucket: string, key: string) => `${bucket}/${key}`;
 
+/** What a write requires of the key's current object: its ETag among `ifMatch`, or not among
+ * `ifNoneMatch` (S3's If-Match and If-None-Match). ETags unquoted; `*` names any object. */
+export interface EtagCondition {
+  ifMatch?: string[];
+  ifNoneMatch?: string[];
+}
+
+/** What a delete requires of the key's object: besides If-Match, S3's x-amz-if-match-size and
+ * x-amz-if-match-last-modified-time (`modifiedAt`: the second it names, in ms). */
+export interface DeleteCondition {
+  ifMatch?: string[];
+  size?: number;
+  modifiedAt?: number;
+}
+
+/** The answer of a conditional write whose condition did not hold. */
+export const UNMET = 'unmet' as const;
+
+function conditionFilter(c: EtagCondition): { etag?: Record<string, string[]>; mustExist: boolean; mustNotExist: boolean } {
+  const etag: Record<string, string[]> = {};
+  if (c.ifMatch && !c.ifMatch.includes('*')) etag.$in = c.ifMatch;
+  if (c.ifNoneMatch && !c.ifNoneMatch.includes('*')) etag.$nin = c.ifNoneMatch;
+  return {
+    etag: Object.keys(etag).length > 0 ? etag : undefined,
+    mustExist: c.ifMatch !== undefined,
+    mustNotExist: c.ifNoneMatch?.includes('*') ?? false,
+  };
+}
+
 /** The first string (bytewise UTF-8, as MongoDB orders) after every string starting with `prefix`. */
 export const afterPrefix = (prefix: string) => `${prefix}\u{10FFFF}`;
 
@@ -108,26 +137,55 @@ export function createObjectStore(conn: Connection) {
 
     get: (bucket: string, key: string) => byId(objectId(bucket, key)),
 
-    /** Writes the object, replacing the key's previous one, which it returns (null: new key). */
-    async put(object: ObjectRecord): Promise<ObjectRecord | null> {
+    /**
+     * Writes the object, replacing the key's previous one, which it returns (null: new key).
+     * With a condition, the check and the write are one operation: the condition is part of
+     * the filter, so of two conditional writes racing on one key only one can see the state it
+     * names. `UNMET` when the key's object (or its absence) does not satisfy it.
+     */
+    async put(object: ObjectRecord, condition: EtagCondition = {}): Promise<ObjectRecord | null | typeof UNMET> {
       const { _id, ...fields } = object;
+      const { etag, mustExist, mustNotExist } = conditionFilter(condition);
+      if (mustExist && mustNotExist) return UNMET;
+      if (mustNotExist) {
+        try {
+          await Objects.collection.insertOne({ _id, ...fields } as never);
+          return null;
+        } catch (err) {
+          if (isDuplicateKey(err)) return UNMET;
+          throw err;
+        }
+      }
+      const filter = { _id, ...(etag ? { etag } : {}) };
       const write = () =>
-        Objects.findOneAndUpdate({ _id }, { $set: fields }, { upsert: true, returnDocument: 'before' }).lean<ObjectRecord>().exec();
+        Objects.findOneAndUpdate(filter, { $set: fields }, { upsert: !mustExist, returnDocument: 'before' }).lean<ObjectRecord>().exec();
       try {
-        return await write();
+        const previous = await write();
+        return mustExist && !previous ? UNMET : previous;
       } catch (err) {
         // Two first writes of one key: the other inserted it, so this one replaces it (files.ts).
+        // With If-None-Match, the upsert's insert also collides with an object the list names.
         if (!isDuplicateKey(err)) throw err;
-        return await write();
+        try {
+          return await write();
+        } catch (again) {
+          if (etag && isDuplicateKey(again)) return UNMET;
+          throw again;
+        }
       }
     },
 
-    /** Deletes the object; returns what was deleted (null: nothing was), so that whoever
-     * deleted it, and only they, release its hold. */
-    delete: (bucket: string, key: string) =>
-      Objects.findOneAndDelete({ _id: objectId(bucket, key) })
-        .lean<ObjectRecord>()
-        .exec(),
+    /** Deletes the object (with a condition, only an object that meets it, in the same
+     * operation); returns what was deleted (null: nothing was), so that whoever deleted it, and
+     * only they, release its hold. */
+    delete(bucket: string, key: string, c: DeleteCondition = {}) {
+      const filter: Record<string, unknown> = { _id: objectId(bucket, key) };
+      if (c.ifMatch && !c.ifMatch.includes('*')) filter.etag = { $in: c.ifMatch };
+      if (c.size !== undefined) filter.size = c.size;
+      // Last-Modified is said in whole seconds; the record keeps milliseconds.
+      if (c.modifiedAt !== undefined) filter.lastModified = { $gte: c.modifiedAt, $lt: c.modifiedAt + 1000 };
+      return Objects.findOneAndDelete(filter).lean<ObjectRecord>().exec();
+    },
 
     /** Keys of the bucket in order, within a range: one index range, `limit` documents at most. */
     range(bucket: string, r: ObjectRange): Promise<ObjectRecord[]> {

@@ -6,14 +6,22 @@ import { recordEvent } from '../../../infra/webhooks/events.js';
 import type { Readable } from 'node:stream';
 import { parseCid } from '../../../infra/cid.js';
 import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
-import { objectId, type ObjectChecksums, type ObjectHeaders, type ObjectRecord } from '../../../infra/db/objects.js';
+import {
+  objectId,
+  UNMET,
+  type EtagCondition,
+  type DeleteCondition,
+  type ObjectChecksums,
+  type ObjectHeaders,
+  type ObjectRecord,
+} from '../../../infra/db/objects.js';
 import { giveBack, holdsChanged, MB, quotaEvents, reserveHolding } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
-import { InvalidInput, LimitReached, NotFound, TooLarge } from '../errors.js';
+import { InvalidInput, LimitReached, NotFound, PreconditionFailed, TooLarge } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
 
-export type { ObjectRecord };
+export type { DeleteCondition, EtagCondition, ObjectRecord };
 type ObjectDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
 
 /** What describes an object beside its bytes. */
@@ -41,6 +49,33 @@ export function objectKey(key: string): string {
 
 export const noSuchKey = () => new NotFound('key', 'NO_SUCH_KEY');
 
+/** Whether an ETag list names the ETag (`*` names any). */
+export const etagListed = (list: string[], etag: string) => list.some((item) => item === '*' || item === etag);
+
+/**
+ * Throws when `condition` does not hold for the key's object (`current`, null: none): If-Match
+ * on a missing key is NoSuchKey for a write, and nothing to do for a delete (`false`).
+ */
+export function checkCondition(
+  condition: EtagCondition & DeleteCondition,
+  current: ObjectRecord | null,
+  kind: 'write' | 'delete',
+): boolean {
+  const { ifMatch, size, modifiedAt } = condition;
+  if (ifMatch || size !== undefined || modifiedAt !== undefined) {
+    if (!current) {
+      if (kind === 'delete') return false;
+      throw noSuchKey();
+    }
+    if (ifMatch && !etagListed(ifMatch, current.etag)) throw new PreconditionFailed('If-Match');
+    if (size !== undefined && current.size !== size) throw new PreconditionFailed('x-amz-if-match-size');
+    if (modifiedAt !== undefined && Math.floor(current.lastModified / 1000) * 1000 !== modifiedAt)
+      throw new PreconditionFailed('x-amz-if-match-last-modified-time');
+  }
+  if (condition.ifNoneMatch && current && etagListed(condition.ifNoneMatch, current.etag)) throw new PreconditionFailed('If-None-Match');
+  return true;
+}
+
 /** Streams the body into Kubo and records it under the key, replacing what the key held. */
 export async function putObject(
   deps: ObjectDeps,
@@ -49,6 +84,7 @@ export async function putObject(
   key: string,
   body: ObjectBody,
   details: ObjectDetails,
+  condition?: EtagCondition,
 ): Promise<ObjectRecord> {
   const bucket = await ownBucket(deps, caller, bucketName);
   objectKey(key);
@@ -67,6 +103,8 @@ export async function putObject(
       uploadId: null,
       parts: null,
     },
+    undefined,
+    condition,
   );
 }
 
@@ -115,6 +153,8 @@ export async function recordObject(
   content: StoredContent,
   details: StoredDetails,
   reserved?: number,
+  /** Checked in the same write as the record (infra/db/objects.ts): PreconditionFailed or NoSuchKey. */
+  condition?: EtagCondition,
 ): Promise<ObjectRecord> {
   const userId = caller.user._id;
   const cid = parseCid(content.cid);
@@ -148,7 +188,13 @@ export async function recordObject(
   };
   let previous: ObjectRecord | null;
   try {
-    previous = await deps.db.objects.put(record);
+    const written = await deps.db.objects.put(record, condition);
+    if (written === UNMET) {
+      // Why, from the key's object now: the same answer as the check before the body was read.
+      checkCondition(condition!, await deps.db.objects.get(content.bucket, content.key), 'write');
+      throw new PreconditionFailed(condition!.ifMatch ? 'If-Match' : 'If-None-Match');
+    }
+    previous = written;
   } catch (err) {
     await giveBack(deps.db, userId, cid, held);
     throw err;
@@ -190,16 +236,27 @@ export async function getObject(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, b
 }
 
 /** Deletes the object (nothing to do when there is none, as S3 answers) and releases its hold. */
-export async function deleteObject(deps: Pick<UseCaseDeps, 'db' | 'jobs'>, caller: Caller, bucketName: string, key: string): Promise<void> {
+export async function deleteObject(
+  deps: Pick<UseCaseDeps, 'db' | 'jobs'>,
+  caller: Caller,
+  bucketName: string,
+  key: string,
+  /** Only an object that meets it is deleted, in the same operation. */
+  condition?: DeleteCondition,
+): Promise<void> {
   const bucket = await ownBucket(deps, caller, bucketName);
   await deps.db.usage.ensure(caller.user._id); // before any record changes (infra/db/usage.ts)
   // Logged before the removal and the count it moves (activities/counts.ts), so one read first: a
   // process killed in between leaves a change naming it. An object put in between is logged by its put.
   const current = await deps.db.objects.get(bucket._id, key);
-  if (!current) return;
+  if (!current || (condition && !checkCondition(condition, current, 'delete'))) return;
   await deps.db.holdChanges.append(current.multihash, current.cid, { userId: current.userId });
-  const removed = await deps.db.objects.delete(bucket._id, key);
-  if (!removed) return;
+  const removed = await deps.db.objects.delete(bucket._id, key, condition);
+  if (!removed) {
+    // Replaced since it was read: the condition is asked of the object there now.
+    if (condition) checkCondition(condition, await deps.db.objects.get(bucket._id, key), 'delete');
+    return;
+  }
   if (removed.multihash !== current.multihash) await deps.db.holdChanges.append(removed.multihash, removed.cid, { userId: removed.userId });
   const released = await deps.db.usage.release(removed.userId, removed.multihash, 'object');
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
@@ -218,6 +275,8 @@ export async function copyObject(
   details?: ObjectDetails,
   /** Throws when the copy must not happen after all (a surface's conditions on the source). */
   checkSource: (source: ObjectRecord) => void = () => undefined,
+  /** What the target key's object must (not) be, checked in the write. */
+  condition?: EtagCondition,
 ): Promise<ObjectRecord> {
   const source = await getObject(deps, caller, from.bucket, from.key);
   checkSource(source);
@@ -241,5 +300,7 @@ export async function copyObject(
       partSizes: source.partSizes,
       partChecksums: source.partChecksums,
     },
+    undefined,
+    condition,
   );
 }
