@@ -20,11 +20,13 @@ import {
   ListBucketsCommand,
   ListObjectsCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   ListObjectVersionsCommand,
   PutObjectCommand,
   type S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import pLimit from 'p-limit';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
 import { CID } from 'multiformats/cid';
@@ -312,6 +314,26 @@ describe('objects', () => {
     }
   });
 
+  test('a bucket of 1,001 keys fills and pages in seconds: 1,000 keys, then the last one', async () => {
+    // A plan whose request rate (6,000 a minute) leaves the 1,001 PUTs unthrottled.
+    const client = s3Client(api, await createUser(api, 'nirvana'));
+    const b = await newBucket(client, 'thousand');
+    const keys = Array.from({ length: 1001 }, (_, i) => `k${String(i).padStart(4, '0')}`);
+    const started = Date.now();
+    const limit = pLimit(16);
+    await Promise.all(keys.map((Key) => limit(() => client.send(new PutObjectCommand({ Bucket: b, Key, Body: `small object ${Key}` })))));
+    const filled = Date.now() - started;
+    const first = await client.send(new ListObjectsV2Command({ Bucket: b }));
+    expect([first.KeyCount, first.IsTruncated]).toEqual([1000, true]);
+    const second = await client.send(new ListObjectsV2Command({ Bucket: b, ContinuationToken: first.NextContinuationToken }));
+    expect([second.KeyCount, second.IsTruncated, second.Contents!.map((o) => o.Key)]).toEqual([1, false, ['k1000']]);
+    expect([...first.Contents!, ...second.Contents!].map((o) => o.Key)).toEqual(keys);
+    const total = Date.now() - started;
+    process.stdout.write(`[s3] 1,001 small PUTs (16 at once) in ${filled} ms; filled and listed in ${total} ms\n`);
+    expect(total).toBeLessThan(60_000);
+    client.destroy();
+  }, 120_000);
+
   test('conditional writes: If-Match and If-None-Match on PutObject, CompleteMultipartUpload, DeleteObject(s)', async () => {
     const b = await newBucket(s3, 'cond');
     const put = (extra: { IfMatch?: string; IfNoneMatch?: string }, body = 'v') =>
@@ -399,6 +421,32 @@ describe('objects', () => {
     await del({ IfMatchSize: head.ContentLength!, IfMatchLastModifiedTime: head.LastModified! });
     expect(await s3Failure(s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k' })))).toMatchObject({ status: 404 });
     await del({ IfMatchSize: 9999 }); // no object: nothing to refuse
+    // Two multipart uploads of one new key completed at once under If-None-Match: *: both pass
+    // the check when asked, one object is recorded, and the other upload is open again, its
+    // parts kept: completing it without the condition replaces the object.
+    const uploads = await Promise.all(
+      ['first', 'second'].map(async (body) => {
+        const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: b, Key: 'mpu' }));
+        const { ETag } = await s3.send(new UploadPartCommand({ Bucket: b, Key: 'mpu', UploadId, PartNumber: 1, Body: body }));
+        return { UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } };
+      }),
+    );
+    const completions = await Promise.all(
+      uploads.map((u) => status(s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'mpu', IfNoneMatch: '*', ...u })))),
+    );
+    expect(completions.filter((c) => c === 'PreconditionFailed')).toHaveLength(1);
+    const loser = uploads[completions.indexOf('PreconditionFailed')]!;
+    const bodies = ['first', 'second'];
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'mpu' })))).toBe(
+      bodies[1 - completions.indexOf('PreconditionFailed')],
+    );
+    expect(
+      (await s3.send(new ListPartsCommand({ Bucket: b, Key: 'mpu', UploadId: loser.UploadId }))).Parts!.map((p) => p.PartNumber),
+    ).toEqual([1]);
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: b, Key: 'mpu', ...loser }));
+    expect(await text(await s3.send(new GetObjectCommand({ Bucket: b, Key: 'mpu' })))).toBe(
+      bodies[completions.indexOf('PreconditionFailed')],
+    );
     // Every refused write gave back what it reserved: the counters equal a recount of the records.
     const compared = await api.deps.db.usage.compare(alice.userId);
     expect(compared?.stored).toEqual(compared?.fromRecords);

@@ -22,11 +22,14 @@ const { commitMultipart, dropMultipartParts, cleanAbandonedMultipart } = proxyAc
 export const multipartWorkflow: MultipartWorkflow = async ({ uploadId }): Promise<MultipartResult> => {
   const assembled = await assembleMultipart(uploadId);
   if (!assembled) {
-    // Completed by an earlier run: only the parts may be left.
+    // Completed by an earlier run (only the parts may be left), or open again after its
+    // condition failed (dropping then keeps the parts).
     await dropMultipartParts(uploadId);
     return { cid: '', etag: '', size: 0, checksums: {} };
   }
   const result = await commitMultipart({ uploadId, assembled });
+  // The completion's condition did not hold: the upload is open again, with its parts.
+  if (!result) return { cid: '', etag: '', size: 0, checksums: {} };
   // The parts keep the leaves from Kubo's garbage collector until the object's pin does.
   await awaitSnapshotPinned({ cid: result.cid });
   await dropMultipartParts(uploadId);

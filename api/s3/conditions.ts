@@ -4,11 +4,11 @@
 // PreconditionFailed; If-Match on a key with no object is 404 NoSuchKey for a write, and nothing
 // to do for a delete.
 //
-// PutObject, CopyObject and the deletes check the condition in the write itself (the record's
-// filter, infra/db/objects.ts), so of two conditional writes racing on one key only one wins;
-// they also check it before reading a body, to refuse early. CompleteMultipartUpload checks it
-// only when the completion is asked: the object is recorded later by the worker's job, and
-// a write of the key in between wins over the completion's condition.
+// Each write checks the condition in the record's write itself (its filter, infra/db/objects.ts),
+// so of two conditional writes racing on one key only one wins; the surface also checks it
+// before reading a body, to refuse early. CompleteMultipartUpload's is kept on the upload and
+// checked when the worker's job records the object (usecases/s3/multipart.ts): when it fails
+// there, the upload is open again with its parts, and the waiting request answers 412.
 import { checkCondition, getObject, type DeleteCondition, type EtagCondition, type ObjectRecord } from '../usecases/s3/objects.js';
 import type { S3Context } from './context.js';
 import { S3Error } from './errors.js';

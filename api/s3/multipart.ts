@@ -154,8 +154,8 @@ export async function completeMultipartHandler(ctx: S3Context, bucket: string, k
   };
   // A retried completion of a completed upload answers as the first did, whatever the key holds now.
   const upload = await ctx.deps.db.multipart.get(target(ctx, bucket, key).uploadId);
-  if (upload?.state === 'open') await checkWriteConditions(ctx, bucket, key, 'write');
-  const result = await completeUpload(ctx.deps, ctx.caller, target(ctx, bucket, key), listed, expected);
+  const condition = upload?.state === 'open' ? await checkWriteConditions(ctx, bucket, key, 'write') : undefined;
+  const result = await completeUpload(ctx.deps, ctx.caller, target(ctx, bucket, key), listed, expected, condition);
   const checksums = Object.entries(result.checksums).map(([name, value]) => [`Checksum${CHECKSUM_LABELS[name as ChecksumName]}`, value]);
   if (checksums.length > 0) checksums.push(['ChecksumType', checksumTypeOf(checksums[0]![1]!)]);
   sendXml(

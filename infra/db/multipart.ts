@@ -9,7 +9,7 @@ import { afterAscending } from './pages.js';
 import { BYTES } from './bytes.js';
 import { isDuplicateKey } from './errors.js';
 import type { ChecksumType } from '../checksums.js';
-import type { ObjectChecksums, ObjectHeaders } from './objects.js';
+import type { EtagCondition, ObjectChecksums, ObjectHeaders } from './objects.js';
 
 export type UploadState = 'open' | 'completing' | 'completed' | 'aborted';
 
@@ -39,6 +39,11 @@ export interface MultipartUploadRecord {
   result: UploadResult | null;
   /** The parts the completion used, in order, by number (a retry must name the same). */
   completedParts: number[] | null;
+  /** The completion's If-Match / If-None-Match, checked when the job records the object. */
+  condition?: EtagCondition | null;
+  /** Why the last completion did not happen: its condition did not hold (the upload is open
+   * again): `If-Match`, `If-None-Match`, or `NoSuchKey` (If-Match on a key with no object). */
+  conditionFailed?: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -72,6 +77,8 @@ const uploadSchema = new Schema<MultipartUploadRecord>(
     state: { type: String, required: true },
     result: { type: Schema.Types.Mixed, default: null },
     completedParts: { type: [Number], default: null },
+    condition: { type: Schema.Types.Mixed, default: null },
+    conditionFailed: { type: String, default: null },
     createdAt: { type: Number, required: true },
     updatedAt: { type: Number, required: true },
   },

@@ -12,7 +12,7 @@ import { CHECKSUM_LABELS, type ChecksumName, type ChecksumType } from '../../../
 import { S3_MAX_OBJECT_BYTES, S3_MAX_PARTS, S3_MAX_PUT_BYTES, S3_MIN_PART_BYTES } from '../../../infra/constants.js';
 import type { MultipartUploadRecord, PartRecord } from '../../../infra/db/multipart.js';
 import { partId } from '../../../infra/db/multipart.js';
-import type { ObjectChecksums } from '../../../infra/db/objects.js';
+import type { EtagCondition, ObjectChecksums } from '../../../infra/db/objects.js';
 import { dropParts, keepPart } from '../../../infra/kubo-mfs.js';
 import { parseCid } from '../../../infra/cid.js';
 import { randomBase62 } from '../../../infra/secrets.js';
@@ -20,10 +20,10 @@ import { multipartJob, type MultipartResult } from '../../../infra/temporal/cont
 import { assembleFile, type AssembledFile } from '../../../infra/unixfs-file.js';
 import { giveBack, reserveStorage } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
-import { InvalidInput, NotFound, TooLarge, Unavailable } from '../errors.js';
+import { InvalidInput, NotFound, PreconditionFailed, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
 import { ownBucket } from './buckets.js';
-import { objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
+import { noSuchKey, objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
 import { algorithmOf, checkExpected, objectChecksums, partChecksumsOf, type ExpectedChecksums } from './checksums.js';
 import { abortUpload, allParts, releaseParts } from './parts.js';
 
@@ -197,6 +197,8 @@ export async function completeUpload(
   target: { bucket: string; key: string; uploadId: string },
   listed: ListedPart[],
   expected: ExpectedChecksums = { checksums: {} },
+  /** If-Match / If-None-Match on the key: checked again when the job records the object. */
+  condition?: EtagCondition,
 ): Promise<MultipartResult> {
   const upload = await ownUpload(deps, caller, target.bucket, target.key, target.uploadId, ['open', 'completing', 'completed']);
   const numbers = listed.map((p) => p.partNumber);
@@ -232,7 +234,11 @@ export async function completeUpload(
     listed.map((p) => byNumber.get(p.partNumber)!),
     expected,
   );
-  const claimed = await deps.db.multipart.transition(upload._id, ['open'], 'completing', { completedParts: numbers });
+  const claimed = await deps.db.multipart.transition(upload._id, ['open'], 'completing', {
+    completedParts: numbers,
+    condition: condition ?? null,
+    conditionFailed: null,
+  });
   // Another completion or an abort came first: answer as for a retry.
   if (!claimed) return completeUpload(deps, caller, target, listed);
   return runCompletion(deps, { ...upload, state: 'completing', completedParts: numbers });
@@ -249,6 +255,9 @@ async function runCompletion(deps: MultipartDeps, upload: MultipartUploadRecord)
   for (let wait = 20; Date.now() < deadline; wait = Math.min(wait * 2, 500)) {
     const now = await deps.db.multipart.get(upload._id);
     if (now?.state === 'completed' && now.result) return now.result;
+    // The job found the key's object not as the condition asked: the upload is open again.
+    if (now?.state === 'open' && now.conditionFailed)
+      throw now.conditionFailed === 'NoSuchKey' ? noSuchKey() : new PreconditionFailed(now.conditionFailed);
     if (!now || now.state !== 'completing') throw noSuchUpload();
     await new Promise((resolve) => setTimeout(resolve, wait));
   }
@@ -269,16 +278,19 @@ export async function abortMultipart(
 
 async function completing(deps: Pick<UseCaseDeps, 'db'>, uploadId: string) {
   const upload = await deps.db.multipart.get(uploadId);
-  if (!upload?.completedParts) throw new Error(`multipart upload ${uploadId} is not being completed`);
+  if (!upload || (upload.state !== 'open' && !upload.completedParts))
+    throw new Error(`multipart upload ${uploadId} is not being completed`);
   const byNumber = new Map((await allParts(deps, uploadId)).map((p) => [p.partNumber, p]));
-  const parts = upload.completedParts.map((n) => byNumber.get(n));
+  // Open again (the completion's condition failed): no parts are being completed.
+  const parts = (upload.completedParts ?? []).map((n) => byNumber.get(n));
   return { upload, parts };
 }
 
-/** Builds the object's DAG from the listed parts (null: the upload was completed already). */
+/** Builds the object's DAG from the listed parts (null: the upload was completed already, or
+ * is open again). */
 export async function assembleUpload(deps: MultipartDeps, uploadId: string, signal?: AbortSignal): Promise<AssembledFile | null> {
   const { upload, parts } = await completing(deps, uploadId);
-  if (upload.state === 'completed') return null;
+  if (upload.state !== 'completing') return null; // completed, or open again after a failed condition
   if (parts.some((p) => !p)) throw new Error(`multipart upload ${uploadId} lost a part`);
   return assembleFile(
     deps.kubo,
@@ -288,10 +300,15 @@ export async function assembleUpload(deps: MultipartDeps, uploadId: string, sign
   );
 }
 
-/** Records the assembled object under its key and marks the upload completed with its answer. */
-export async function commitUpload(deps: MultipartDeps, uploadId: string, assembled: AssembledFile): Promise<MultipartResult> {
+/**
+ * Records the assembled object under its key and marks the upload completed with its answer.
+ * With a condition that the key's object does not meet (checked in the record's write), the
+ * upload is open again, its parts and their reservations kept, and the answer is null.
+ */
+export async function commitUpload(deps: MultipartDeps, uploadId: string, assembled: AssembledFile): Promise<MultipartResult | null> {
   const { upload, parts: listed } = await completing(deps, uploadId);
   if (upload.state === 'completed' && upload.result) return upload.result;
+  if (upload.state !== 'completing') return null; // reopened by an earlier run of this step
   const parts = listed as PartRecord[];
   const etag = `${crypto
     .createHash('md5')
@@ -301,7 +318,11 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
   if (!user) throw new Error(`the owner of multipart upload ${uploadId} is gone`);
   const reserved = parts.reduce((sum, p) => sum + p.size, 0);
   const checksums = await objectChecksums(upload, parts);
-  await recordObject(
+  // A retried step whose first run recorded the object finds its own object there: the
+  // condition was met then.
+  const condition =
+    upload.condition && (await deps.db.objects.get(upload.bucket, upload.key))?.uploadId !== uploadId ? upload.condition : undefined;
+  const recorded = recordObject(
     deps,
     { user, plan: deps.config.plans.get(user.plan) },
     { bucket: upload.bucket, key: upload.key, cid: assembled.cid, size: assembled.size, dagSize: assembled.dagSize },
@@ -317,7 +338,21 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
       partChecksums: partChecksumsOf(upload, parts),
     },
     reserved,
+    condition,
   );
+  try {
+    await recorded;
+  } catch (err) {
+    const failed =
+      err instanceof PreconditionFailed ? err.condition : err instanceof NotFound && err.reason === 'NO_SUCH_KEY' ? 'NoSuchKey' : null;
+    if (!failed) throw err;
+    await deps.db.multipart.transition(uploadId, ['completing'], 'open', {
+      completedParts: null,
+      condition: null,
+      conditionFailed: failed,
+    });
+    return null;
+  }
   const result: MultipartResult = { cid: assembled.cid, etag, size: assembled.size, checksums: { ...checksums } };
   await deps.db.multipart.transition(uploadId, ['completing'], 'completed', { result });
   return result;

@@ -196,7 +196,8 @@ export async function recordObject(
     }
     previous = written;
   } catch (err) {
-    await giveBack(deps.db, userId, cid, held);
+    // A multipart upload's parts keep their reservation until an object's hold takes it over.
+    if (reserved === undefined) await giveBack(deps.db, userId, cid, held);
     throw err;
   }
   // The previous object's content is known only now: logged before its count moves.
