@@ -14,6 +14,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly reason: string,
     readonly details: string,
+    /** Retry-After of a 429 or 503: how long the service asks us to wait, in seconds. */
+    readonly retryAfterS?: number,
   ) {
     super(`${reason}: ${details}`);
   }
@@ -26,14 +28,15 @@ export const whenUnauthorized = (fn: () => void): void => {
 };
 
 /** Reads an error body, whatever arrived (a proxy's HTML page is not JSON). */
-export function toApiError(status: number, text: string): ApiError {
+export function toApiError(status: number, text: string, retryAfter?: string | null): ApiError {
+  const wait = retryAfter && /^\d+$/.test(retryAfter) ? Number(retryAfter) : undefined;
   try {
     const body = JSON.parse(text) as { error?: { reason?: string; details?: string } };
-    if (body.error?.reason) return new ApiError(status, body.error.reason, body.error.details ?? '');
+    if (body.error?.reason) return new ApiError(status, body.error.reason, body.error.details ?? '', wait);
   } catch {
     // not JSON: described below
   }
-  return new ApiError(status, `HTTP_${status}`, text.slice(0, 200) || 'the service gave no explanation');
+  return new ApiError(status, `HTTP_${status}`, text.slice(0, 200) || 'the service gave no explanation', wait);
 }
 
 export function refused(err: ApiError): void {
@@ -71,7 +74,7 @@ export async function api<T>(method: string, path: string, options: { query?: Qu
   }
   const text = await res.text();
   if (!res.ok) {
-    const err = toApiError(res.status, text);
+    const err = toApiError(res.status, text, res.headers.get('Retry-After'));
     if (!options.key) refused(err);
     throw err;
   }

@@ -15,6 +15,7 @@ import { NamesScreen } from './screens/names';
 import { GatewayScreen } from './screens/gateway';
 import { UsageScreen } from './screens/usage';
 import { S3Screen } from './screens/s3';
+import { WebhooksScreen } from './screens/webhooks';
 
 const SCREENS = [
   { path: 'files', title: 'Files', view: FilesScreen },
@@ -22,6 +23,7 @@ const SCREENS = [
   { path: 'keys', title: 'API keys', view: KeysScreen },
   { path: 'names', title: 'IPNS names', view: NamesScreen },
   { path: 'gateway', title: 'Gateway and tokens', view: GatewayScreen },
+  { path: 'webhooks', title: 'Webhooks', view: WebhooksScreen },
   { path: 'usage', title: 'Usage', view: UsageScreen },
   { path: 's3', title: 'S3', view: S3Screen },
 ] as const;

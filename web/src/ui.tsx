@@ -106,6 +106,35 @@ export function usePaged<T>(load: (cursor: string | null) => Promise<Page<T>>, d
   return { items, error, loading, reload, more: next ? () => fetchPage(next, true) : null };
 }
 
+/**
+ * While `enabled`, reads `read()` every `everyMs` (the first time after one period) and hands
+ * each value to `use`, which answers whether to go on; a failed read is tried again. Stops when
+ * the component goes or `deps` change.
+ */
+export function usePolling<T>(enabled: boolean, read: () => Promise<T>, use: (value: T) => boolean, deps: unknown[], everyMs = 1000) {
+  useEffect(() => {
+    if (!enabled) return;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const tick = async () => {
+      let again = true;
+      try {
+        const value = await read();
+        if (stopped) return;
+        again = use(value);
+      } catch {
+        // tried again after the period
+      }
+      if (!stopped && again) timer = setTimeout(tick, everyMs);
+    };
+    timer = setTimeout(tick, everyMs);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [enabled, ...deps]);
+}
+
 export function MoreButton({ more, loading }: { more: (() => void) | null; loading: boolean }) {
   if (!more) return null;
   return (

@@ -21,7 +21,7 @@ export function sendFile(file: File, folderId: string | null, onProgress: (loade
     xhr.upload.onprogress = (e) => onProgress(e.loaded, e.lengthComputable ? e.total : file.size);
     xhr.onload = () => {
       if (xhr.status === 201) return resolve(JSON.parse(xhr.responseText) as FileItem);
-      const err = toApiError(xhr.status, xhr.responseText);
+      const err = toApiError(xhr.status, xhr.responseText, xhr.getResponseHeader('Retry-After'));
       refused(err);
       reject(err);
     };

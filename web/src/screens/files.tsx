@@ -1,6 +1,6 @@
 // Files and folders: browse a folder (its path, subfolders and files a page at a time),
 // create, rename, move and delete, upload into it, and snapshot it.
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, withQuery, type FileItem, type Folder, type Page } from '../api';
 import { link, type ScreenProps } from '../route';
 import { Cid, DeleteButton, ErrorNote, formatBytes, formatTime, MoreButton, Section, useAction, usePaged } from '../ui';
@@ -97,6 +97,15 @@ export function FilesScreen({ route, refreshProfile }: ScreenProps) {
     void files.reload();
     refreshProfile();
   };
+  // Uploads finish one after another: the lists are read again at most once a second.
+  const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const uploaded = () => {
+    pending.current ??= setTimeout(() => {
+      pending.current = null;
+      changed();
+    }, 1000);
+  };
+  useEffect(() => () => clearTimeout(pending.current ?? undefined), []);
 
   return (
     <>
@@ -119,7 +128,7 @@ export function FilesScreen({ route, refreshProfile }: ScreenProps) {
       </nav>
 
       <Section title="Upload">
-        <UploadPanel folderId={folderId} onUploaded={changed} />
+        <UploadPanel folderId={folderId} onUploaded={uploaded} />
       </Section>
 
       <Section title="Folders">

@@ -1,12 +1,11 @@
 // Pins: ask the service to pin a CID (with peers that have it), watch its status live until it
 // is pinned or failed, and remove it. The list is the Pinning Service API's (/psa/pins): the
 // same requests as /pin, with every status and paging by creation time.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api } from '../api';
 import type { ScreenProps } from '../route';
-import { Cid, DeleteButton, ErrorNote, MoreButton, Section, useAction, usePaged } from '../ui';
+import { Cid, DeleteButton, ErrorNote, MoreButton, Section, useAction, usePaged, usePolling } from '../ui';
 
-const POLL_MS = 1000;
 const PAGE = 20;
 
 interface PsaPin {
@@ -25,26 +24,17 @@ interface Pin {
 function PinRow({ item, onDelete }: { item: PsaPin; onDelete: () => void }) {
   const [pin, setPin] = useState<Pin | null>(null);
   const status = pin?.status ?? item.status;
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const poll = async () => {
-      try {
-        const now = await api<Pin>('GET', `/pins/${item.pin.cid}`);
-        if (stopped) return;
-        setPin(now);
-        if (now.status === 'queued' || now.status === 'pinning') timer = setTimeout(poll, POLL_MS);
-      } catch {
-        if (!stopped) timer = setTimeout(poll, POLL_MS * 5);
-      }
-    };
-    // The list's status is current when read; only a pin on its way is followed.
-    if (item.status === 'queued' || item.status === 'pinning') void poll();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [item.requestid]);
+  // The list's status is current when read; only a pin on its way is followed.
+  const onItsWay = (st: string) => st === 'queued' || st === 'pinning';
+  usePolling(
+    onItsWay(item.status),
+    () => api<Pin>('GET', `/pins/${item.pin.cid}`),
+    (now) => {
+      setPin(now);
+      return onItsWay(now.status);
+    },
+    [item.requestid],
+  );
   return (
     <tr data-cid={item.pin.cid} data-status={status}>
       <td>

@@ -2,9 +2,7 @@
 // progress until it completes, and list or delete the snapshots taken.
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Page, type Snapshot, type SnapshotJob } from '../api';
-import { Cid, DeleteButton, ErrorNote, formatBytes, formatTime, MoreButton, Section, useAction, usePaged } from '../ui';
-
-const POLL_MS = 1000;
+import { Cid, DeleteButton, ErrorNote, formatBytes, formatTime, MoreButton, Section, useAction, usePaged, usePolling } from '../ui';
 
 export function SnapshotsPanel({ folderId }: { folderId: string }) {
   const [job, setJob] = useState<SnapshotJob | null>(null);
@@ -19,27 +17,17 @@ export function SnapshotsPanel({ folderId }: { folderId: string }) {
     api<SnapshotJob>('GET', `/folders/${folderId}/snapshot`).then(setJob, () => setJob(null));
   }, [folderId]);
 
-  // While a job runs, read its state every second; stop when it ends or the folder changes.
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const poll = async () => {
-      try {
-        const state = await api<SnapshotJob>('GET', `/folders/${folderId}/snapshot`);
-        if (stopped) return;
-        setJob(state);
-        if (state.status === 'running') timer = setTimeout(poll, POLL_MS);
-        else if (state.status === 'complete') void list.reload();
-      } catch {
-        if (!stopped) timer = setTimeout(poll, POLL_MS);
-      }
-    };
-    if (job?.status === 'running') timer = setTimeout(poll, POLL_MS);
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [folderId, job?.status]);
+  // While a job runs, its state is read every second; the list again once it completes.
+  usePolling(
+    job?.status === 'running',
+    () => api<SnapshotJob>('GET', `/folders/${folderId}/snapshot`),
+    (state) => {
+      setJob(state);
+      if (state.status === 'complete') void list.reload();
+      return state.status === 'running';
+    },
+    [folderId],
+  );
 
   const progress = job?.progress;
   return (

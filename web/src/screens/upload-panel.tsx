@@ -1,11 +1,13 @@
 // Uploads into the folder on screen: drop files or whole directories, or pick them; each file
 // gets a progress bar and a cancel button. Three files go at once; directories become folders.
 import { useRef, useState } from 'preact/hooks';
-import type { FileItem } from '../api';
+import { ApiError, type FileItem } from '../api';
 import { droppedFiles, folderFor, pickedFiles, sendFile, type Picked } from '../upload';
 import { Cid, describe, formatBytes } from '../ui';
 
 const AT_ONCE = 3;
+/** Attempts of one file while the service answers 429 or 503. */
+const RETRIES = 6;
 
 interface Task {
   id: number;
@@ -26,6 +28,24 @@ export function UploadPanel({ folderId, onUploaded }: { folderId: string | null;
   const cancelled = useRef(new Set<number>());
   const update = (id: number, change: Partial<Task>) => setTasks((all) => all.map((t) => (t.id === id ? { ...t, ...change } : t)));
 
+  /** Sends the file again (from disk) while the service asks to wait: a big directory can
+   * outrun the plan's request rate (429) or meet a busy moment (503). */
+  const sendPatiently = async (file: File, target: string | null, id: number): Promise<FileItem> => {
+    for (let attempt = 1; ; attempt++) {
+      const sent = sendFile(file, target, (loaded) => update(id, { loaded }));
+      update(id, { state: 'uploading', cancel: sent.cancel });
+      try {
+        return await sent.done;
+      } catch (err) {
+        const waitS = err instanceof ApiError && (err.status === 429 || err.status === 503) ? (err.retryAfterS ?? 1) : null;
+        if (waitS === null || attempt >= RETRIES || cancelled.current.has(id)) throw err;
+        update(id, { state: 'waiting', loaded: 0, cancel: undefined });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(waitS, 60) * 1000));
+        if (cancelled.current.has(id)) throw err;
+      }
+    }
+  };
+
   const start = async (picked: Picked[]) => {
     const batch = picked.map((p) => ({ ...p, task: { id: nextId++, path: [...p.dirs, p.file.name].join('/'), size: p.file.size } }));
     setTasks((all) => [...all, ...batch.map(({ task }) => ({ ...task, loaded: 0, state: 'waiting' as const }))]);
@@ -37,9 +57,7 @@ export function UploadPanel({ folderId, onUploaded }: { folderId: string | null;
         if (cancelled.current.has(task.id)) continue;
         try {
           const target = await folderFor(folderId, dirs, folders);
-          const sent = sendFile(file, target, (loaded) => update(task.id, { loaded }));
-          update(task.id, { state: 'uploading', cancel: sent.cancel });
-          const result = await sent.done;
+          const result = await sendPatiently(file, target, task.id);
           update(task.id, { state: 'done', loaded: file.size, result, cancel: undefined });
           onUploaded();
         } catch (err) {
