@@ -72,6 +72,22 @@ function stat(pid: number): { ppid: number; start: string } | undefined {
   }
 }
 
+/**
+ * Whether the process (this pid, started then) is a zombie whose other threads have not ended:
+ * the thread group's leader of a multi-threaded server (Temporal and Kubo are Go programs) turns
+ * zombie first, while the other threads, which share its files and sockets, are still exiting
+ * (seen in CI: "port(s) already in use ... (temporal metrics)" right after the leftovers stopped).
+ */
+function exiting(pid: number, start: string): boolean {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
+    // state is field 3, num_threads field 20, starttime field 22.
+    return (fields[0] === 'Z' || fields[0] === 'X') && fields[19] === start && Number(fields[17]) > 1;
+  } catch {
+    return false;
+  }
+}
+
 /** What /proc says about a live process; undefined when it is gone, a zombie, or not ours to read. */
 function inspect(pid: number): ProcessInfo | undefined {
   const st = stat(pid);
@@ -110,7 +126,7 @@ async function stopLeftover(pid: number, start: string, graceMs: number): Promis
   // line: an exiting process releases its memory, and with it the command line /proc shows,
   // before its files and sockets, so a stack started right after found a server's port still
   // taken (seen in CI: "port(s) already in use ... (temporal metrics)").
-  const gone = () => stat(pid)?.start !== start;
+  const gone = () => stat(pid)?.start !== start && !exiting(pid, start);
   const signal = (sig: NodeJS.Signals) => {
     try {
       process.kill(pid, sig);
