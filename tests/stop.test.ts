@@ -5,13 +5,14 @@
 // data directory and ports, shows that nothing blocks it. SIGKILL, which nothing can handle,
 // must leave nothing that blocks the next start either. The cases run in order and share one
 // data directory: each start but the first is the "second start" of the case before it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { binaryPath } from '../infra/stack/binaries.js';
 import { assertPortsFree } from '../infra/stack/ports.js';
-import { readStackFile } from '../infra/stack/stack-file.js';
+import { readStackFile, writeStackFile } from '../infra/stack/stack-file.js';
 import { PORT_OFFSETS } from '../infra/stack/stack.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-stop-'));
@@ -259,6 +260,39 @@ describe('after a SIGKILL', () => {
     left = await kill(await startAfterKill('while starting', left), 'group');
     expect(left.length).toBeGreaterThan(0);
     const run = await startAfterKill('when ready', left);
+    process.kill(-run.npm.pid!, 'SIGTERM');
+    const remaining = await untilNoneLeft(60_000);
+    killAll(remaining);
+    expect(remaining).toEqual([]);
+  }, 240_000);
+
+  test('between a spawn and its record in stack.json: the next start finds the server by its command and stops it', async () => {
+    // What a supervisor killed in that moment leaves: a stack.json whose owner is gone, and a
+    // server of the data directory that the file does not name, holding its port.
+    const owner = spawnSync('true').pid;
+    writeStackFile(dataDir, { owner, pids: {}, startedAt: new Date().toISOString() });
+    fs.mkdirSync(path.join(dataDir, 'ferretdb', 'sqlite'), { recursive: true });
+    const server = spawn(
+      binaryPath('ferretdb', 'ferretdb'),
+      [
+        '--handler=sqlite',
+        `--sqlite-url=file://${dataDir}/ferretdb/sqlite/`,
+        `--state-dir=${dataDir}/ferretdb`,
+        `--listen-addr=127.0.0.1:${portBase + PORT_OFFSETS.ferretdb}`,
+        '--debug-addr=-',
+        '--telemetry=disable',
+      ],
+      { detached: true, stdio: 'ignore' },
+    );
+    const taken = () =>
+      assertPortsFree({ ferretdb: portBase + PORT_OFFSETS.ferretdb }).then(
+        () => false,
+        () => true,
+      );
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline && !(await taken());) await sleep(100);
+    expect(await taken()).toBe(true);
+    const run = await startAfterKill('when ready', [server.pid!]);
+    expect(run.output()).toMatch(new RegExp(`left running: ferretdb ${server.pid}`));
     process.kill(-run.npm.pid!, 'SIGTERM');
     const remaining = await untilNoneLeft(60_000);
     killAll(remaining);

@@ -145,10 +145,32 @@ async function stopLeftover(pid: number, start: string, graceMs: number): Promis
  * still run under their owner, and stops them when their owner is gone (services first, then
  * the servers in reverse spawn order, as a normal stop does). Returns what it stopped.
  */
+/**
+ * Our processes that name `dataDir` and are not in `known`: a server spawned in the moment
+ * before its pid was written (its owner killed in between) is found this way, so it cannot
+ * hold its ports against the next start (seen in CI: Temporal's ports taken while the
+ * reclaim had stopped only FerretDB, spawned a few milliseconds before it).
+ */
+function unrecorded(dataDir: string, known: Set<number>): [string, number][] {
+  const found: [string, number][] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!/^\d+$/.test(entry) || pid === process.pid || known.has(pid)) continue;
+    const info = inspect(pid);
+    if (info && belongs(info, dataDir)) found.push([path.basename(info.cmdline.split('\0')[0]!), pid]);
+  }
+  return found;
+}
+
+/**
+ * Makes `dataDir` free for a new stack: throws when the processes recorded in its stack.json
+ * (or found naming it) still run under their owner, and stops them when their owner is gone
+ * (services first, then the servers in reverse spawn order, as a normal stop does). Returns
+ * what it stopped.
+ */
 export async function reclaim(dataDir: string, graceMs = 10_000): Promise<string[]> {
   const doc = readStackFile(dataDir);
   const recorded = [...Object.entries(doc.services ?? {}), ...Object.entries(doc.pids ?? {}).reverse()];
-  if (recorded.length === 0) return [];
   const describe = (list: [string, number][]) => list.map(([name, pid]) => `${name} ${pid}`).join(', ');
   if (!fs.existsSync('/proc/self/stat')) {
     // Without /proc (macOS) neither the command nor the parent can be checked: refuse, as
@@ -157,18 +179,25 @@ export async function reclaim(dataDir: string, graceMs = 10_000): Promise<string
     if (running.length > 0) throw new Error(`a stack may still run on ${dataDir} (${describe(running)}); stop it first`);
     return [];
   }
-  const ours = recorded.flatMap(([name, pid]) => {
+  // The unrecorded were spawned last: stopped first of the servers.
+  const services = Object.keys(doc.services ?? {}).length;
+  const candidates = [
+    ...recorded.slice(0, services),
+    ...unrecorded(dataDir, new Set(recorded.map(([, pid]) => pid))),
+    ...recorded.slice(services),
+  ];
+  const ours = candidates.flatMap(([name, pid]) => {
     const info = inspect(pid);
     return info && belongs(info, dataDir) ? [{ name, pid, ppid: info.ppid, start: info.start }] : [];
   });
-  // A stack.json without an owner was written before owners were recorded: its processes
-  // may well be in use.
+  // A stack.json without an owner was written before owners were recorded, or is gone: its
+  // processes may well be in use.
   const owned = ours.filter((p) => doc.owner === undefined || p.ppid === doc.owner);
   if (owned.length > 0) {
     throw new Error(`a stack already runs on ${dataDir} (${describe(owned.map((p) => [p.name, p.pid]))}); stop it first`);
   }
-  const services = ours.filter((p) => p.name in (doc.services ?? {}));
-  await Promise.all(services.map((p) => stopLeftover(p.pid, p.start, graceMs)));
-  for (const p of ours.filter((q) => !services.includes(q))) await stopLeftover(p.pid, p.start, graceMs);
+  const isService = (p: { pid: number }) => Object.values(doc.services ?? {}).includes(p.pid);
+  await Promise.all(ours.filter(isService).map((p) => stopLeftover(p.pid, p.start, graceMs)));
+  for (const p of ours.filter((q) => !isService(q))) await stopLeftover(p.pid, p.start, graceMs);
   return ours.map((p) => `${p.name} ${p.pid}`);
 }
