@@ -6,6 +6,7 @@
 // come from it by the edge (never relayed by Node), a small one's from the API's memory.
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
+import net from 'node:net';
 import {
   CompleteMultipartUploadCommand,
   CreateBucketCommand,
@@ -205,5 +206,66 @@ test("Kubo failing under a large object's read: 503 ServiceUnavailable in S3's s
     expect(await res.text()).toContain('<Code>ServiceUnavailable</Code>');
   } finally {
     kubo.failWith = null;
+  }
+});
+
+/**
+ * A PUT with Expect: 100-continue on a connection kept alive, sent the way clients send it: the
+ * headers, then the body only once the server says 100 Continue. Returns the status lines of the
+ * answers in order, once the final one is whole, and whether the server then closed the connection.
+ */
+async function putExpectingContinue(url: URL, body: Buffer): Promise<{ statuses: string[]; closed: boolean }> {
+  const socket = net.connect(Number(url.port), url.hostname);
+  let received = '';
+  socket.setTimeout(10_000, () => socket.destroy(new Error(`no whole answer in 10 s: ${JSON.stringify(received.slice(0, 200))}`)));
+  socket.write(
+    `PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
+  );
+  let sent = false;
+  const ended = new Promise<boolean>((resolve) => {
+    socket.on('end', () => resolve(true));
+    socket.on('close', () => resolve(false));
+  });
+  try {
+    const statuses = await new Promise<string[]>((resolve, reject) => {
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+        if (!sent && /^HTTP\/1\.1 100 /.test(received) && received.includes('\r\n\r\n')) {
+          sent = true;
+          socket.write(body);
+        }
+        // The final answer: its head, and as many bytes after it as its Content-Length says.
+        const final = /HTTP\/1\.1 [2-5]\d\d [^]*?\r\n\r\n/.exec(received);
+        const length = final && /\r\ncontent-length: (\d+)/i.exec(final[0]);
+        if (final && length && received.length >= final.index + final[0].length + Number(length[1])) {
+          resolve([...received.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => m[1]!));
+        }
+      });
+      socket.on('error', reject);
+    });
+    const closed = await Promise.race([ended, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2000))]);
+    return { statuses, closed };
+  } finally {
+    socket.destroy();
+  }
+}
+
+test('Expect: 100-continue: the API refuses before asking for the body and closes the connection; through the edge Caddy asks for it first', async () => {
+  const body = randomBytes(256 * 1024);
+  const url = (port: number | string, key: string) => new URL(`http://127.0.0.1:${port}/${bucket}/${key}`);
+  // No signature. The API's own port answers 403 at once and closes: the client holds a body it
+  // will not send, which the connection would otherwise read as its next request.
+  expect(await putExpectingContinue(url(new URL(edged.api.s3Url).port, 'refused'), body)).toEqual({ statuses: ['403'], closed: true });
+  // Caddy answers 100 Continue as it starts relaying the body; the API reads it and refuses it.
+  expect((await putExpectingContinue(url(edged.ports.s3, 'refused'), body)).statuses).toEqual(['100', '403']);
+  for (const s3 of [direct, viaEdge]) {
+    const key = `continue-${s3 === direct ? 'direct' : 'edge'}.bin`;
+    const signed = new URL(await getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key }), { expiresIn: 60 }));
+    // Through the edge Caddy's own 100 Continue comes first, then the API's, passed on (a client
+    // takes any number of interim answers).
+    const { statuses } = await putExpectingContinue(signed, body);
+    expect(statuses).toEqual(s3 === direct ? ['100', '200'] : ['100', '100', '200']);
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    expect(sha256(await got.Body!.transformToByteArray())).toBe(sha256(body));
   }
 });

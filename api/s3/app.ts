@@ -201,7 +201,10 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     const rate = await countRequest(deps, caller);
     if (rate.exceeded) throw new S3Error('SlowDown', 'Please reduce your request rate.', {}, { 'retry-after': String(rate.resetS) });
     // Accepted: the client may send the body now (server.ts leaves 100-continue to this point).
-    if (String(req.headers.expect ?? '').toLowerCase() === '100-continue') res.writeContinue();
+    if (expectsContinue(req)) {
+      res.writeContinue();
+      continued.add(res);
+    }
     const ctx: S3Context = { deps, req, res, query, bucket, key, requestId, caller, auth, edge };
     if ('service' in target) return target.service!(ctx);
     if ('bucket' in target) return target.bucket!(ctx, bucket!);
@@ -223,7 +226,10 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     // A body the client is still sending is read and dropped, up to REFUSED_BODY_DRAIN_BYTES, and
     // the connection kept: a proxy in front (the edge) writes the whole body before it reads the
     // answer, and a connection closed under it made the answer its 503, not this error.
-    const drained = !req.complete && drainRefusedBody(req);
+    // A client waiting for 100 Continue has not sent its body and never will: nothing to drain,
+    // and the connection closes, as what it holds next would be read as a request.
+    const waiting = expectsContinue(req) && !continued.has(res);
+    const drained = !req.complete && !waiting && drainRefusedBody(req);
     const close: Record<string, string> = req.complete || drained ? {} : { connection: 'close' };
     res.writeHead(s3.status, { ...s3.headers, ...close, 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
     res.end(req.method === 'HEAD' ? undefined : body);
@@ -238,6 +244,10 @@ export function createS3Handler(deps: S3Deps): (req: IncomingMessage, res: Serve
     handle(req, res, requestId, edge).catch((err: unknown) => answerError(req, res, requestId, err));
   };
 }
+
+const expectsContinue = (req: IncomingMessage) => String(req.headers.expect ?? '').toLowerCase() === '100-continue';
+/** Answers whose client was told 100 Continue (and so sends the body). */
+const continued = new WeakSet<ServerResponse>();
 
 /** Reads and drops the rest of a refused request's body; past REFUSED_BODY_DRAIN_BYTES the
  * connection is cut. False when the body was already being cut off (the connection closes). */
