@@ -26,6 +26,7 @@ import {
   type S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import pLimit from 'p-limit';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
@@ -253,6 +254,28 @@ describe('objects', () => {
     const v1next = await s3.send(new ListObjectsCommand({ Bucket: b, Delimiter: '/', Marker: v1.NextMarker }));
     expect(v1next.Contents!.map((o) => o.Key)).toEqual(['b', 'caf\u00e9 +%.txt']);
     expect(v1next.CommonPrefixes!.map((p) => p.Prefix)).toEqual(['c/']);
+    // encoding-type=url (botocore asks for it on every listing): names go out encoded, but v1's
+    // Prefix as it was sent, as S3 gives it (botocore does not decode it there).
+    const encodedV2 = await s3.send(new ListObjectsV2Command({ Bucket: b, Prefix: 'caf', Delimiter: ' ', EncodingType: 'url' }));
+    expect([encodedV2.EncodingType, encodedV2.Prefix, encodedV2.Delimiter, encodedV2.CommonPrefixes]).toEqual([
+      'url',
+      'caf',
+      '%20',
+      [{ Prefix: 'caf%C3%A9%20' }],
+    ]);
+    const encodedV1 = await s3.send(new ListObjectsCommand({ Bucket: b, Prefix: 'caf\u00e9 ', EncodingType: 'url', Marker: 'a b' }));
+    expect([encodedV1.EncodingType, encodedV1.Prefix, encodedV1.Marker, encodedV1.Contents!.map((o) => o.Key)]).toEqual([
+      'url',
+      'caf\u00e9 ',
+      'a%20b',
+      ['caf%C3%A9%20%2B%25.txt'],
+    ]);
+    // A newline, on the wire (the SDK's XML parser trims values; botocore's does not).
+    const newline = await fetch(await getSignedUrl(s3, new ListObjectsCommand({ Bucket: b, Prefix: '\n', EncodingType: 'url' })));
+    expect(await newline.text()).toContain('<Prefix>\n</Prefix>');
+    expect(await s3Failure(s3.send(new ListObjectsV2Command({ Bucket: b, EncodingType: 'base64' as 'url' })))).toMatchObject({
+      code: 'InvalidArgument',
+    });
     const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: b, Prefix: 'a/b/' }));
     expect(versions.Versions!.map((v) => [v.Key, v.VersionId, v.IsLatest])).toEqual([
       ['a/b/c', 'null', true],

@@ -14,6 +14,9 @@ function encoder(ctx: S3Context): (text: string) => string {
   return (t) => encodeURIComponent(t).replace(/%2F/g, '/');
 }
 
+/** Characters XML 1.0 can carry in text. */
+const XML_TEXT = /^[\t\n\r\x20-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]*$/u;
+
 function maxKeys(ctx: S3Context, name = 'max-keys'): number {
   const text = ctx.query.get(name);
   if (text === null) return S3_MAX_KEYS;
@@ -78,7 +81,10 @@ export async function listObjectsV1(ctx: S3Context, bucket: string): Promise<voi
   const listing = await listObjects(ctx.deps, ctx.caller, bucket, { prefix, delimiter, after: marker, maxKeys: max });
   sendXml(ctx, 200, 'ListBucketResult', {
     Name: bucket,
-    Prefix: encode(prefix),
+    // S3 gives ListObjects' (v1) prefix back as it was sent, also with encoding-type=url, and
+    // botocore decodes every other name of the answer but not this one (a newline came back as
+    // %0A); one XML cannot carry is still encoded.
+    Prefix: XML_TEXT.test(prefix) ? prefix : encode(prefix),
     Marker: encode(marker),
     MaxKeys: max,
     ...(delimiter ? { Delimiter: encode(delimiter) } : {}),
