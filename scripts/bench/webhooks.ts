@@ -8,12 +8,14 @@
 //    with none, the same small uploads at the same concurrency, waiting between rounds until
 //    every delivery has arrived (the sending is the round's load, not the next one's). Goal:
 //    ≥ 0.95 (the issue's). On two shared cores the deliveries' own writes and sends share the
-//    CPU with the uploads; the CPU per upload of each process is printed per round.
+//    CPU with the uploads; the CPU per upload of each process is printed per round. Then the same
+//    rounds with the delivery side (worker, Temporal) on a core apart from the API and FerretDB,
+//    as in a deployment: what recording the events costs the API itself.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { readStackFile } from '../../infra/stack/stack-file.js';
-import { createBenchUser, cpuTicks, TICKS_PER_SECOND } from './children.js';
+import { createBenchUser, cpuTicks, pin, TICKS_PER_SECOND } from './children.js';
 import type { BenchContext } from './harness.js';
 import { metadata, runClients, CLIENTS } from './small.js';
 import { showSpread, spread, type Spread } from './spread.js';
@@ -36,6 +38,9 @@ export interface WebhooksResult {
   on: Spread;
   off: Spread;
   ratio: Spread;
+  /** The same rounds with the worker and Temporal on CPU 1, the API and FerretDB on CPU 0; null
+   * where taskset or a second core is missing. */
+  split: { on: Spread; off: Spread; ratio: Spread } | null;
   badSignatures: number;
 }
 
@@ -136,23 +141,39 @@ export async function benchWebhooks(ctx: BenchContext, say: (line: string) => vo
     const on = await createBenchUser(ctx.env);
     const off = await createBenchUser(ctx.env);
     await endpoints(on.apiKey, 'on', ENDPOINTS_ON);
-    const rates = { on: [] as number[], off: [] as number[], ratio: [] as number[] };
-    for (let round = 0; round < RATE_ROUNDS; round++) {
-      const order = round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const);
-      const rate: Record<string, number> = {};
-      for (const which of order) {
-        const target = receiver.received() + (which === 'on' ? RATE_UPLOADS * ENDPOINTS_ON : 0);
-        const from = ticks();
-        const seconds = await uploads((which === 'on' ? on : off).apiKey, RATE_UPLOADS, `${which}-${round}-${Date.now()}`);
-        rate[which] = RATE_UPLOADS / seconds;
-        await waitFor(() => receiver.received() >= target, 600_000, `round ${round}'s deliveries`);
-        const cpu = Object.entries(perOne(from, RATE_UPLOADS)).map(([k, v]) => `${k} ${v.toFixed(2)}`);
-        say(`webhooks: round ${round + 1} ${which}: cpu ms per upload (deliveries included): ${cpu.join(', ')}`);
+    const rateRounds = async (label: string) => {
+      const rates = { on: [] as number[], off: [] as number[], ratio: [] as number[] };
+      for (let round = 0; round < RATE_ROUNDS; round++) {
+        const order = round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const);
+        const rate: Record<string, number> = {};
+        for (const which of order) {
+          const target = receiver.received() + (which === 'on' ? RATE_UPLOADS * ENDPOINTS_ON : 0);
+          const from = ticks();
+          const seconds = await uploads((which === 'on' ? on : off).apiKey, RATE_UPLOADS, `${which}-${label}-${round}-${Date.now()}`);
+          rate[which] = RATE_UPLOADS / seconds;
+          await waitFor(() => receiver.received() >= target, 600_000, `round ${round}'s deliveries`);
+          const cpu = Object.entries(perOne(from, RATE_UPLOADS)).map(([k, v]) => `${k} ${v.toFixed(2)}`);
+          say(`webhooks: ${label} round ${round + 1} ${which}: cpu ms per upload (deliveries included): ${cpu.join(', ')}`);
+        }
+        rates.on.push(rate.on!);
+        rates.off.push(rate.off!);
+        rates.ratio.push(rate.on! / rate.off!);
+        say(`webhooks: ${label} round ${round + 1}: uploads/s with webhooks ${rate.on!.toFixed(1)}, without ${rate.off!.toFixed(1)}`);
       }
-      rates.on.push(rate.on!);
-      rates.off.push(rate.off!);
-      rates.ratio.push(rate.on! / rate.off!);
-      say(`webhooks: round ${round + 1}: uploads/s with webhooks ${rate.on!.toFixed(1)}, without ${rate.off!.toFixed(1)}`);
+      return { on: spread(rates.on), off: spread(rates.off), ratio: spread(rates.ratio) };
+    };
+    const shared = await rateRounds('shared cores');
+    // The same with the delivery side (worker, Temporal) on one core and the API and FerretDB on
+    // the other, as a deployment runs workers apart: what recording the events costs the API.
+    let split: WebhooksResult['split'] = null;
+    const apart = [pids.worker, pids.temporal].filter((pid): pid is number => pid !== undefined);
+    const near = [pids.api, pids.ferretdb].filter((pid): pid is number => pid !== undefined);
+    if (apart.every((pid) => pin(pid, '1')) && near.every((pid) => pin(pid, '0'))) {
+      try {
+        split = await rateRounds('split cores');
+      } finally {
+        for (const pid of [...apart, ...near]) pin(pid, '0-1');
+      }
     }
     return {
       deliveries: expected,
@@ -160,9 +181,8 @@ export async function benchWebhooks(ctx: BenchContext, say: (line: string) => vo
       uploadSeconds,
       deliveredSeconds,
       cpuMsPerDelivery,
-      on: spread(rates.on),
-      off: spread(rates.off),
-      ratio: spread(rates.ratio),
+      ...shared,
+      split,
       badSignatures: receiver.bad(),
     };
   } finally {
@@ -181,6 +201,10 @@ export function webhooksLines(r: WebhooksResult): string[] {
     `bench: webhooks rate  1 KiB uploads/s at ${CLIENTS} clients, ${ENDPOINTS_ON} endpoints per upload vs none: ${showSpread(r.on, 1)} vs ` +
       `${showSpread(r.off, 1)}  ratio ${showSpread(r.ratio, 2)} (goal >= ${GOAL}: ${r.ratio.median >= GOAL ? 'met' : 'MISSED'})  ` +
       `[${RATE_ROUNDS} rounds of ${RATE_UPLOADS}, alternating]`,
+    r.split
+      ? `bench: webhooks rate, worker and Temporal on CPU 1, API and FerretDB on CPU 0: ${showSpread(r.split.on, 1)} vs ` +
+        `${showSpread(r.split.off, 1)}  ratio ${showSpread(r.split.ratio, 2)} (goal >= ${GOAL}: ${r.split.ratio.median >= GOAL ? 'met' : 'MISSED'})`
+      : 'bench: webhooks rate on split cores: not measured (no taskset or one CPU)',
   ];
 }
 
