@@ -346,3 +346,66 @@ test('an update command of 250 statements (a bulkWrite of updateOne) completes, 
     await conn.close();
   }
 }, 30_000);
+
+// Patch 0007 reads the documents an update command's statements name by _id at once, and writes
+// the documents it changes together: each statement must still see what the statements before
+// it changed, and a failing one must leave theirs written.
+test('an update command changes its documents in statement order, written together', async () => {
+  const conn = await mongoose.createConnection(uri()).asPromise();
+  type Counted = { _id: string | mongoose.mongo.ObjectId; n: number; k: string };
+  const docs = conn.db!.collection<Counted>(`together_${crypto.randomBytes(4).toString('hex')}`);
+  const oid = new ObjectId();
+  try {
+    await docs.createIndex({ k: 1, n: 1 });
+    await docs.insertMany([...Array.from({ length: 8 }, (_, i) => ({ _id: `a${i}`, n: 0, k: 'x' })), { _id: oid, n: 0, k: 'x' }]);
+    const written = await docs.bulkWrite([
+      { updateOne: { filter: { _id: 'a0' }, update: { $inc: { n: 1 } } } },
+      { updateOne: { filter: { _id: 'a1' }, update: { $inc: { n: 1 } } } },
+      // The same document again: it reads the first statement's change.
+      { updateOne: { filter: { _id: 'a0' }, update: { $inc: { n: 1 } } } },
+      // A filter on another field: it reads both changes (a0 now has n 2, a1 n 1).
+      { updateMany: { filter: { n: 1 }, update: { $set: { k: 'one' } } } },
+      { updateOne: { filter: { _id: oid }, update: { $set: { k: 'oid' } } } },
+      { updateOne: { filter: { _id: 'new' }, update: { $set: { n: 5, k: 'up' } }, upsert: true } },
+      // The document the upsert made, and one that does not exist.
+      { updateOne: { filter: { _id: 'new' }, update: { $inc: { n: 1 } } } },
+      { updateOne: { filter: { _id: 'none' }, update: { $set: { k: 'z' } } } },
+      { updateMany: { filter: { _id: { $in: ['a2', 'a3'] } }, update: { $inc: { n: 10 } } } },
+      { updateOne: { filter: { _id: 'a2' }, update: { $inc: { n: 1 } } } },
+      // Changes nothing: matched, not modified, not written.
+      { updateOne: { filter: { _id: 'a4' }, update: { $set: { k: 'x' } } } },
+    ]);
+    expect(written.matchedCount).toBe(10);
+    expect(written.modifiedCount).toBe(9);
+    expect(written.upsertedCount).toBe(1);
+    const byId = async (id: string | mongoose.mongo.ObjectId) => {
+      const doc = await docs.findOne({ _id: id });
+      return doc && { n: doc.n, k: doc.k };
+    };
+    expect(await byId('a0')).toEqual({ n: 2, k: 'x' });
+    expect(await byId('a1')).toEqual({ n: 1, k: 'one' });
+    expect(await byId('a2')).toEqual({ n: 11, k: 'x' });
+    expect(await byId('a3')).toEqual({ n: 10, k: 'x' });
+    expect(await byId(oid)).toEqual({ n: 0, k: 'oid' });
+    expect(await byId('new')).toEqual({ n: 6, k: 'up' });
+    expect(await byId('none')).toBeNull();
+    // The index on k was kept with the writes: a pushed-down read finds them.
+    expect((await docs.find({ k: 'one' }).toArray()).map((d) => d._id)).toEqual(['a1']);
+
+    // A statement that fails (an $inc of a string) leaves the earlier statements' changes written.
+    await expect(
+      docs.bulkWrite([
+        { updateOne: { filter: { _id: 'a5' }, update: { $inc: { n: 1 } } } },
+        { updateMany: { filter: { _id: { $in: ['a6', 'a7'] } }, update: { $inc: { n: 1 } } } },
+        { updateOne: { filter: { _id: 'a1' }, update: { $inc: { k: 1 } } as unknown as mongoose.mongo.UpdateFilter<Counted> } },
+      ]),
+    ).rejects.toThrow();
+    expect(await byId('a5')).toEqual({ n: 1, k: 'x' });
+    expect(await byId('a6')).toEqual({ n: 1, k: 'x' });
+    expect(await byId('a7')).toEqual({ n: 1, k: 'x' });
+    expect(await byId('a1')).toEqual({ n: 1, k: 'one' });
+  } finally {
+    await docs.drop();
+    await conn.close();
+  }
+});
