@@ -684,6 +684,25 @@ describe('bodies built here: signed chunks, trailers, framing', () => {
     expect(last().consumer).toMatchObject({ ended: false, errored: code });
   });
 
+  test('a header beyond ASCII is verified as the text the client signed, sent in UTF-8 or in one byte a character', async () => {
+    const emptyHash = sha256hex('');
+    // Go's SDKs and botocore send the UTF-8 bytes of the text they signed (Node reads each byte as a character).
+    const utf8 = signV4({
+      method: 'GET',
+      path: '/bkt/u',
+      headers: { host: host(), 'x-amz-meta-title': 'café ☕' },
+      payloadHash: emptyHash,
+    });
+    const wire = { ...utf8.headers, 'x-amz-meta-title': Buffer.from('café ☕', 'utf8').toString('latin1') };
+    expect((await send('GET', '/bkt/u', wire)).status).toBe(200);
+    // Node's own http client sends a character below 256 as one byte, and signs the character.
+    const latin1 = signV4({ method: 'GET', path: '/bkt/u', headers: { host: host(), 'x-amz-meta-title': 'café' }, payloadHash: emptyHash });
+    expect((await send('GET', '/bkt/u', latin1.headers)).status).toBe(200);
+    // Another text than the one signed is still refused.
+    const forged = { ...utf8.headers, 'x-amz-meta-title': Buffer.from('cafe ☕', 'utf8').toString('latin1') };
+    expect(codeOf((await send('GET', '/bkt/u', forged)).text)).toBe('SignatureDoesNotMatch');
+  });
+
   test('a plain signed payload whose body is not the one signed: XAmzContentSHA256Mismatch', async () => {
     const signed = signV4({
       method: 'PUT',

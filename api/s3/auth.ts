@@ -245,9 +245,27 @@ function signedHeaderValues(req: IncomingMessage, names: string[]): Record<strin
   const headers: Record<string, string> = {};
   for (const name of names) {
     const values = req.headersDistinct[name];
-    if (values) headers[name] = values.join(',');
+    if (values) headers[name] = signedText(values.join(','));
   }
   return headers;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A header's value as the text the client signed. SigV4 signs the UTF-8 of the value, and Node
+ * reads a header's bytes one character each (latin1): botocore (the aws CLI) sends a value
+ * like `café` in UTF-8, whose two bytes for `é` would otherwise be signed here as two
+ * characters. Bytes that are not UTF-8 stay as read (a client that sent `é` as one byte
+ * signed the character it meant).
+ */
+function signedText(value: string): string {
+  if (!/[^ -~\t]/.test(value)) return value;
+  try {
+    return utf8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
 }
 
 /** The query for smithy: names and values decoded (smithy encodes them again), repeated names as arrays. */
