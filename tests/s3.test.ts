@@ -14,6 +14,8 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetBucketLocationCommand,
+  GetObjectLockConfigurationCommand,
+  GetObjectRetentionCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -23,6 +25,8 @@ import {
   ListPartsCommand,
   ListObjectVersionsCommand,
   PutObjectCommand,
+  PutObjectLegalHoldCommand,
+  PutObjectLockConfigurationCommand,
   type S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
@@ -147,6 +151,38 @@ describe('buckets', () => {
     await s3.send(new DeleteBucketCommand({ Bucket: name }));
     expect(await s3Failure(s3.send(new HeadBucketCommand({ Bucket: name })))).toMatchObject({ status: 404 });
     expect(await api.deps.db.buckets.get(name)).toBeNull();
+  });
+
+  test('Object Lock: a bucket asked for with it is refused; the calls answer as in a bucket made without it', async () => {
+    const locked = bucketName('locked');
+    expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: locked, ObjectLockEnabledForBucket: true })))).toMatchObject({
+      code: 'NotImplemented',
+      status: 501,
+    });
+    expect(await api.deps.db.buckets.get(locked)).toBeNull();
+    const name = await newBucket(s3, 'nolock');
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'k', Body: 'v' }));
+    const config = { ObjectLockEnabled: 'Enabled' as const, Rule: { DefaultRetention: { Mode: 'GOVERNANCE' as const, Days: 1 } } };
+    expect(
+      await s3Failure(s3.send(new PutObjectLockConfigurationCommand({ Bucket: name, ObjectLockConfiguration: config }))),
+    ).toMatchObject({
+      code: 'InvalidBucketState',
+      status: 409,
+    });
+    expect(await s3Failure(s3.send(new GetObjectLockConfigurationCommand({ Bucket: name })))).toMatchObject({
+      code: 'ObjectLockConfigurationNotFoundError',
+      status: 404,
+    });
+    expect(await s3Failure(s3.send(new GetObjectRetentionCommand({ Bucket: name, Key: 'k' })))).toMatchObject({
+      code: 'InvalidRequest',
+      status: 400,
+    });
+    expect(await s3Failure(s3.send(new PutObjectLegalHoldCommand({ Bucket: name, Key: 'k', LegalHold: { Status: 'ON' } })))).toMatchObject({
+      code: 'InvalidRequest',
+      status: 400,
+    });
+    // Another account's bucket stays AccessDenied.
+    expect(await s3Failure(bobS3.send(new GetObjectRetentionCommand({ Bucket: name, Key: 'k' })))).toMatchObject({ code: 'AccessDenied' });
   });
 });
 

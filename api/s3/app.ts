@@ -81,6 +81,7 @@ function route(method: string, q: URLSearchParams, bucket: string | null, key: s
       case 'PUT':
         if (q.has('cors')) return on(buckets.putBucketCors);
         if (q.has('acl')) return on(buckets.putAcl);
+        if (q.has('object-lock')) return on(buckets.putObjectLockConfiguration);
         if ([...q.keys()].length > 0) return on(notImplemented);
         return on(buckets.putBucket);
       case 'DELETE':
@@ -99,14 +100,16 @@ function route(method: string, q: URLSearchParams, bucket: string | null, key: s
       if (q.has('uploadId')) return on(multipart.listPartsHandler);
       if (q.has('acl')) return on(buckets.getAcl);
       if (q.has('attributes')) return on(getObjectAttributesHandler);
-      if (q.has('tagging') || q.has('retention') || q.has('legal-hold')) return on(notImplemented);
+      if (q.has('retention') || q.has('legal-hold')) return on(buckets.objectLockOfObject);
+      if (q.has('tagging')) return on(notImplemented);
       return on(objects.getObjectHandler);
     case 'HEAD':
       return on(objects.getObjectHandler);
     case 'PUT':
       if (q.has('uploadId') || q.has('partNumber')) return on(multipart.uploadPartHandler);
       if (q.has('acl')) return on(objectAcl);
-      if (q.has('tagging') || q.has('retention') || q.has('legal-hold')) return on(notImplemented);
+      if (q.has('retention') || q.has('legal-hold')) return on(buckets.objectLockOfObject);
+      if (q.has('tagging')) return on(notImplemented);
       if (headers['x-amz-copy-source'] !== undefined) return on(objects.copyObjectHandler);
       return on(objects.putObjectHandler);
     case 'POST':

@@ -38,6 +38,11 @@ export async function listAllBuckets(ctx: S3Context): Promise<void> {
 export async function putBucket(ctx: S3Context, bucket: string): Promise<void> {
   // A CreateBucketConfiguration (a location constraint) may come; any region is this one.
   await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  // Object Lock needs versions, which buckets here do not keep: a bucket asked for with it is
+  // refused rather than made without it.
+  if (String(ctx.req.headers['x-amz-bucket-object-lock-enabled']).toLowerCase() === 'true') {
+    throw new S3Error('NotImplemented', 'Object Lock is not supported: buckets here keep no object versions.');
+  }
   try {
     await createBucket(ctx.deps, ctx.caller, bucket);
   } catch (err) {
@@ -74,6 +79,21 @@ export async function bucketVersioning(ctx: S3Context, bucket: string): Promise<
 export async function objectLockConfiguration(ctx: S3Context, bucket: string): Promise<void> {
   await ownBucket(ctx.deps, ctx.caller, bucket);
   throw new S3Error('ObjectLockConfigurationNotFoundError', 'Object Lock configuration does not exist for this bucket');
+}
+
+/** PutObjectLockConfiguration: S3's answer for a bucket made without Object Lock, as every bucket here is. */
+export async function putObjectLockConfiguration(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  throw new S3Error(
+    'InvalidBucketState',
+    'Object Lock configuration cannot be enabled on this bucket: buckets here keep no object versions.',
+  );
+}
+
+/** Get/PutObjectRetention and Get/PutObjectLegalHold: S3's answer in a bucket without Object Lock. */
+export async function objectLockOfObject(ctx: S3Context, bucket: string): Promise<void> {
+  await ownBucket(ctx.deps, ctx.caller, bucket);
+  throw new S3Error('InvalidRequest', 'Bucket is missing Object Lock Configuration');
 }
 
 /** The one ACL there is: the owner's FULL_CONTROL. */

@@ -71,6 +71,7 @@ const CODES = {
   BucketAlreadyExists: [409, 'The requested bucket name is not available. Please select a different name and try again.'],
   BucketAlreadyOwnedByYou: [409, 'Your previous request to create the named bucket succeeded and you already own it.'],
   BucketNotEmpty: [409, 'The bucket you tried to delete is not empty'],
+  InvalidBucketState: [409, 'The request is not valid with the current state of the bucket.'],
   OperationAborted: [409, 'A conflicting conditional operation is currently in progress against this resource. Try again.'],
   MissingContentLength: [411, 'You must provide the Content-Length HTTP header.'],
   PreconditionFailed: [412, 'At least one of the pre-conditions you specified did not hold'],
