@@ -51,7 +51,8 @@ const mkdir = async (user: TestUser, name: string, parentFolderId?: string) => {
 /** Uploads bytes as a file (base64 JSON, so binary and empty content both go as they are). */
 async function put(user: TestUser, content: Buffer, name: string, folderId: string | null) {
   const res = await as(user).post('/upload/new', { content: content.toString('base64'), encoding: 'base64', name, folderId });
-  expect([name, res.status]).toEqual([name, 201]);
+  // The answer's body is shown when it is not 201 (DEBUG_LOG=error logs the API's side).
+  expect([name, res.status, res.status === 201 ? '' : res.text]).toEqual([name, 201, '']);
   return res.body as { id: string; cid: string; name: string; folderId: string | null; createdAt: number };
 }
 

@@ -55,7 +55,7 @@ export function testEnv(overrides: Record<string, string | undefined> = {}): Rec
     DATA_DIR: tempDir(),
     API_HOST: '127.0.0.1',
     API_PORT: '0',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent',
     SHUTDOWN_TIMEOUT_MS: '1000',
     ...overrides,
   };
