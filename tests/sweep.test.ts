@@ -171,7 +171,7 @@ test('counters a killed request left behind: the round that finds its change set
   const stopBeating = await dying.processes.startBeating('api');
   const cutCid = await freshContent('cut');
   await dying.holdChanges.append(cutCid.multihash, cutCid.v1, { userId: cut.userId });
-  expect(await dying.usage.reserve(cut.userId, 4242, Number.MAX_SAFE_INTEGER)).toBe(true);
+  expect(await dying.usage.reserve(cut.userId, 4242, Number.MAX_SAFE_INTEGER)).toBe(cutUpload.body.size + 4242);
   await dying.connection.close();
   await stopBeating(); // its last beat fails: the connection is gone
   expect(await db.usage.used(cut.userId)).toBe(cutUpload.body.size + 4242);

@@ -147,7 +147,8 @@ test('a recount beside traffic: the writes that come during it wait for it, and 
   // the recount waits for it and counts it.
   const content = await collect(bytes(777, `in flight ${Date.now()}`));
   const cid = parseCid((await kubo().add(content, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
-  expect(await api.deps.db.usage.reserve(user.userId, 777, 1e12)).toBe(true);
+  // Reserved as an upload reserves new content: its `used` and its `files` (answering `used` after it).
+  expect(await api.deps.db.usage.reserve(user.userId, 777, 1e12, 777)).toBe(sum + 777);
   const second = api.deps.db.usage.recount(user.userId);
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const now = Date.now();
@@ -165,7 +166,7 @@ test('a recount beside traffic: the writes that come during it wait for it, and 
     createdAt: now,
     updatedAt: now,
   });
-  await api.deps.db.usage.hold(user.userId, cid.multihash, 'file', 777, 777);
+  await api.deps.db.usage.hold(user.userId, cid.multihash, 'file', 777, { used: 777, files: 777 });
   expect((await second).used).toBe(sum + 777);
   expect(await counterAndSum(user.userId)).toEqual({ counter: sum + 777, files: sum + 777, pinned: 0, sum: sum + 777 });
 }, 120_000);
@@ -270,12 +271,12 @@ test('byte counts pass 2 GiB and 4 GiB without wrapping (the storage counter, ho
   const user = await createUser(api);
   const GiB = 1024 * MiB;
   const { usage, activity } = api.deps.db;
-  expect(await usage.reserve(user.userId, 1.5 * GiB, 10 * GiB)).toBe(true);
-  expect(await usage.reserve(user.userId, GiB, 10 * GiB)).toBe(true);
+  expect(await usage.reserve(user.userId, 1.5 * GiB, 10 * GiB)).toBe(1.5 * GiB);
+  expect(await usage.reserve(user.userId, GiB, 10 * GiB)).toBe(2.5 * GiB);
   expect(await usage.used(user.userId)).toBe(2.5 * GiB);
   await usage.add(user.userId, { files: 3 * GiB, used: 3 * GiB });
   expect(await usage.used(user.userId)).toBe(5.5 * GiB);
-  expect(await usage.reserve(user.userId, 4.6 * GiB, 10 * GiB)).toBe(false);
+  expect(await usage.reserve(user.userId, 4.6 * GiB, 10 * GiB)).toBeNull();
   const at = Date.now();
   for (let i = 0; i < 3; i++) await activity.record(user.userId, at, { gatewayBytes: 1.5 * GiB, uploadBytes: GiB, storedBytes: GiB });
   const [day] = await activity.range(user.userId, '2000-01-01', '2999-12-31');

@@ -206,6 +206,40 @@ test('every event type arrives once, signed so that the standardwebhooks verifie
   for (const d of log) expect(d).toMatchObject({ state: 'delivered', attempts: [{ statusCode: 200 }] });
 }, 120_000);
 
+test('quota.near names the storage after the write that passes 80 % (an upload, an S3 PutObject), not the size of that write alone', async () => {
+  const viaRest = await createUser(api, 'bodhi');
+  const viaS3 = await createUser(api, 'bodhi');
+  await newWebhook(viaRest, '/near-rest', ['quota.near']);
+  await newWebhook(viaS3, '/near-s3', ['quota.near']);
+  // 500,000 bytes of 1 MiB (48 %), then 400,000 more (86 %): the second write passes 80 %.
+  for (const [n, fill] of [
+    [500_000, 'a'],
+    [400_000, 'b'],
+  ] as const)
+    expect((await as(viaRest, 'POST', '/upload/new', { content: fill.repeat(n), name: `${fill}.txt` })).status).toBe(201);
+  const s3 = s3Client(api, viaS3);
+  const bucket = `near-${crypto.randomBytes(4).toString('hex')}`;
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  for (const [n, fill] of [
+    [500_000, 'a'],
+    [400_000, 'b'],
+  ] as const)
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `${fill}.txt`, Body: fill.repeat(n) }));
+  for (const path of ['/near-rest', '/near-s3']) {
+    const got = await eventually(
+      async () => hooks.at(path),
+      (r) => r.length >= 1,
+      30_000,
+      `quota.near at ${path}`,
+    );
+    const event = JSON.parse(got[0]!.body) as { type: string; data: unknown };
+    expect(event.type).toBe('quota.near');
+    expect(event.data).toEqual({ storageUsedBytes: 900_000, storageLimitBytes: 1024 * 1024, percentUsed: 85.8 });
+  }
+  await new Promise((r) => setTimeout(r, 1000)); // a second one would arrive by now
+  expect(hooks.at('/near-rest').length + hooks.at('/near-s3').length).toBe(2);
+}, 60_000);
+
 test('a receiver that answers 500 three times then 200 gets the event four times with one webhook-id', async () => {
   const hook = await newWebhook(user, '/flaky', ['pin.pinned']);
   const sent = await as(user, 'POST', `/webhooks/${hook.id}/test`);

@@ -8,7 +8,7 @@ import type { Config } from '../../infra/config.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE, RECORD_COMPLETION_MS } from '../../infra/constants.js';
 import { isAnswerLost } from '../../infra/db/errors.js';
 import type { Database } from '../../infra/db/index.js';
-import type { HoldKind } from '../../infra/db/usage.js';
+import type { HoldKind, Reserved } from '../../infra/db/usage.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
 import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
@@ -88,7 +88,7 @@ export async function storageLeft(
 export async function reserveStorage(db: Database, userId: string, plan: Plan, cid: ParsedCid, bytes: number): Promise<void> {
   let fits: boolean;
   try {
-    fits = await db.usage.reserve(userId, bytes, plan.storageMB * MB);
+    fits = (await db.usage.reserve(userId, bytes, plan.storageMB * MB)) !== null;
   } catch (err) {
     if (isAnswerLost(err)) recountLater(db, userId, cid);
     throw err;
@@ -145,18 +145,21 @@ export function recountLater(db: Database, userId: string, cid: ParsedCid): void
 }
 
 /** Gives back a reservation whose record was not written; if that fails, the sweep recounts. */
-export async function giveBack(db: Database, userId: string, cid: ParsedCid, bytes: number): Promise<void> {
-  if (bytes === 0) return;
-  await db.usage.add(userId, { used: -bytes }).catch(() => recountLater(db, userId, cid));
+export async function giveBack(db: Database, userId: string, cid: ParsedCid, reserved: Reserved): Promise<void> {
+  if (reserved.used === 0 && reserved.files === 0) return;
+  await db.usage.add(userId, { used: -reserved.used, files: -reserved.files }).catch(() => recountLater(db, userId, cid));
 }
 
 /**
  * Reserves what holding content of `size` bytes as a record of `kind` adds to the user's
- * storage, and returns the bytes reserved (settled by `usage.hold(…, reserved)`, or `giveBack`).
+ * storage, and returns what it reserved (settled by `usage.hold(…, reserved)`, or `giveBack`)
+ * and `used` just after it (what the quota's events compare).
  * It first reserves the whole size, without a read: new content, the common case, adds exactly
- * that. Only when that does not fit is what it adds read (nothing when the user holds the
- * content already) and reserved; so the answer is the quota's, and a reservation never costs
- * more than a read and two updates. Meanwhile the whole size is counted for a moment too much
+ * that, to `used` and (a file or an object: infra/db/usage-records.ts `weigh`) to `files`, so
+ * that its holding step has no counter left to write. Only when that does not fit is what it
+ * adds to `used` read (nothing when the user holds the content already) and reserved; so the
+ * answer is the quota's, and a reservation never costs more than a read and two updates.
+ * Meanwhile the whole size is counted for a moment too much
  * while such an upload is in flight, as any reservation is until it settles. The caller logs its
  * change first (naming its process: infra/db/processes.ts); a reservation whose answer was lost asks
  * for a recount (`recountLater`).
@@ -168,13 +171,16 @@ export async function reserveHolding(
   cid: ParsedCid,
   kind: HoldKind,
   size: number,
-): Promise<number> {
+): Promise<Reserved & { usedAfter: number }> {
   const limit = plan.storageMB * MB;
+  const files = kind === 'pin' ? 0 : size;
   try {
-    if (await db.usage.reserve(userId, size, limit)) return size;
+    const whole = await db.usage.reserve(userId, size, limit, files);
+    if (whole !== null) return { used: size, files, usedAfter: whole };
     const adds = await db.usage.cost(userId, cid.multihash, kind, size);
-    if (adds === size || !(await db.usage.reserve(userId, adds, limit))) throw storageFull(plan);
-    return adds;
+    const part = adds === size ? null : await db.usage.reserve(userId, adds, limit);
+    if (part === null) throw storageFull(plan);
+    return { used: adds, files: 0, usedAfter: part };
   } catch (err) {
     if (isAnswerLost(err)) recountLater(db, userId, cid);
     throw err;

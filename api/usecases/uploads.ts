@@ -274,7 +274,8 @@ async function recordFile(
   if (written.created) {
     if (wants(user, 'upload.created'))
       await recordEvent(deps, user._id, fileEvent('upload.created', written.file, await contentLinkBase(deps, user)));
-    await quotaEvents(deps, user._id, plan, stored, reserved);
+    // The account's storage after this upload: after its reservation, settled by what it stored.
+    await quotaEvents(deps, user._id, plan, reserved.usedAfter + stored - reserved.used, stored);
   }
   return written.file;
 }

@@ -7,22 +7,24 @@
 //   exact: of 500 uploads that fit 250 at once, 250 are reserved.
 // - Holding steps that start a holder: the batch's new holding documents in one unordered
 //   insert. A document that was inserted had no "before": the content was held by none, so its
-//   step adds the content's size, as the atomic update would have said. The users' counters then
-//   move by their sums (one update per user) and the documents' `settling` comes back down in
-//   one update. A step whose document exists already (the user held the content before, or two
-//   steps of one content in one batch) is the single atomic step of usage.ts.
+//   step adds the content's weight, as the atomic update would have said. What its reservation
+//   did not count already (nothing, for a new file or object reserved whole) then moves the
+//   users' counters (one update per user), and only those documents are inserted `settling`
+//   and brought down after, in one update. A step whose document exists already (the user held
+//   the content before, or two steps of one content in one batch) is the single atomic step of
+//   usage.ts.
 import type { Model } from 'mongoose';
 import { groupCommit, insertUnordered, type Outcome } from './batch.js';
 import { userContentKey } from './by-id.js';
-import type { HoldKind, HoldRecord, UsageChange, UsageRecord, Weight } from './usage-records.js';
+import type { HoldKind, HoldRecord, Reserved, UsageChange, UsageRecord, Weight } from './usage-records.js';
 
 interface Parts {
   Usage: Model<UsageRecord>;
   Holds: Model<HoldRecord>;
   /** One reservation by itself (usage.ts `reserve`, with its rebuild of an uncounted user). */
-  reserveOne(userId: string, bytes: number, limit: number): Promise<boolean>;
+  reserveOne(userId: string, bytes: number, limit: number, files: number): Promise<number | null>;
   /** One atomic holding step by itself (usage.ts `step`). */
-  step(userId: string, multihash: string, kind: HoldKind, by: 1, size: number, reserved: number): Promise<Weight>;
+  step(userId: string, multihash: string, kind: HoldKind, by: 1, size: number, reserved: Reserved): Promise<Weight>;
   /** What a first holder of `kind` changes in the counters. */
   firstHold(kind: HoldKind, size: number): Weight;
   add(userId: string, change: UsageChange): Promise<void>;
@@ -32,6 +34,7 @@ interface Reservation {
   userId: string;
   bytes: number;
   limit: number;
+  files: number;
 }
 
 interface Step {
@@ -39,7 +42,7 @@ interface Step {
   multihash: string;
   kind: HoldKind;
   size: number;
-  reserved: number;
+  reserved: Reserved;
 }
 
 export function createUsageBatches(parts: Parts) {
@@ -62,22 +65,31 @@ export function createUsageBatches(parts: Parts) {
   });
 
   const reserve = groupCommit(async (entries: Reservation[]) => {
-    const results: Outcome<boolean>[] = [];
+    const results: Outcome<number | null>[] = [];
     const byUser = new Map<string, number[]>();
     entries.forEach((e, i) => byUser.set(`${e.userId} ${e.limit}`, [...(byUser.get(`${e.userId} ${e.limit}`) ?? []), i]));
     await Promise.all(
       [...byUser.values()].map(async (indexes) => {
         const { userId, limit } = entries[indexes[0]!]!;
         const sum = indexes.reduce((s, i) => s + entries[i]!.bytes, 0);
+        const files = indexes.reduce((s, i) => s + entries[i]!.files, 0);
         if (indexes.length > 1) {
-          const all = await Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - sum } }, { $inc: { used: sum } })
-            .lean()
+          const before = await Usage.findOneAndUpdate(
+            { _id: userId, distinct: true, used: { $lte: limit - sum } },
+            { $inc: { used: sum, files } },
+          )
+            .lean<UsageRecord>()
             .exec()
             .catch((err: Error) => err);
-          if (all instanceof Error) return indexes.forEach((i) => (results[i] = all));
-          if (all) return indexes.forEach((i) => (results[i] = true));
+          if (before instanceof Error) return indexes.forEach((i) => (results[i] = before));
+          if (before) {
+            // Each one's `used` after it: as if they had come one after another, in order.
+            let used = before.used;
+            return indexes.forEach((i) => (results[i] = used += entries[i]!.bytes));
+          }
         }
-        for (const i of indexes) results[i] = await parts.reserveOne(userId, entries[i]!.bytes, limit).catch((err: Error) => err);
+        for (const i of indexes)
+          results[i] = await parts.reserveOne(userId, entries[i]!.bytes, limit, entries[i]!.files).catch((err: Error) => err);
       }),
     );
     return results;
@@ -90,6 +102,13 @@ export function createUsageBatches(parts: Parts) {
     const first = new Map<string, number>();
     ids.forEach((id, i) => first.has(id) || first.set(id, i));
     const inserting = [...first.values()];
+    // What an inserted document's step leaves for the counters: its weight less what was reserved.
+    const left = (i: number): Weight => {
+      const e = entries[i]!;
+      const change = parts.firstHold(e.kind, e.size);
+      return { files: change.files - e.reserved.files, pinned: change.pinned, used: change.used - e.reserved.used };
+    };
+    const owes = (w: Weight) => w.files !== 0 || w.pinned !== 0 || w.used !== 0;
     const docs = inserting.map((i) => {
       const e = entries[i]!;
       return {
@@ -99,7 +118,7 @@ export function createUsageBatches(parts: Parts) {
         pin: e.kind === 'pin' ? 1 : 0,
         object: e.kind === 'object' ? 1 : 0,
         size: e.size,
-        settling: 1,
+        settling: owes(left(i)) ? 1 : 0,
       };
     });
     // A connection that closes under this insert fails every step of the batch. A step sent
@@ -115,13 +134,14 @@ export function createUsageBatches(parts: Parts) {
       if (outcome === 'duplicate') return void alone.push(i);
       if (outcome instanceof Error) return void (results[i] = outcome);
       const e = entries[i]!;
-      const change = parts.firstHold(e.kind, e.size);
-      results[i] = change;
+      results[i] = parts.firstHold(e.kind, e.size);
+      const owed = left(i);
+      if (!owes(owed)) return;
       settled.push(i);
       const sum = byUser.get(e.userId) ?? { change: { files: 0, pinned: 0, used: 0 }, indexes: [] };
-      sum.change.files += change.files;
-      sum.change.pinned += change.pinned;
-      sum.change.used += change.used - e.reserved;
+      sum.change.files += owed.files;
+      sum.change.pinned += owed.pinned;
+      sum.change.used += owed.used;
       sum.indexes.push(i);
       byUser.set(e.userId, sum);
     });
@@ -148,8 +168,8 @@ export function createUsageBatches(parts: Parts) {
   return {
     counter,
     holding: (userId: string, multihash: string) => holding(userContentKey(userId, multihash)),
-    reserve: (userId: string, bytes: number, limit: number) => reserve({ userId, bytes, limit }),
-    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved: number) =>
+    reserve: (userId: string, bytes: number, limit: number, files: number) => reserve({ userId, bytes, limit, files }),
+    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved: Reserved) =>
       hold({ userId, multihash, kind, size, reserved }),
   };
 }

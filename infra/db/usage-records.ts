@@ -40,6 +40,18 @@ export interface UsageChange {
 
 export type Weight = Required<UsageChange>;
 
+/**
+ * What a reservation counted ahead of its holding step (usage.ts `reserve`): `used`, and for a
+ * whole new file or object its `files` too, so that the step that finds the content new has no
+ * counter left to write.
+ */
+export interface Reserved {
+  used: number;
+  files: number;
+}
+
+export const NOTHING_RESERVED: Reserved = { used: 0, files: 0 };
+
 /** What a holding document counts. */
 export function weigh(doc: Partial<HoldRecord> | null | undefined): Weight {
   const size = doc?.size ?? 0;

@@ -36,8 +36,9 @@
 // The quota: an upload reserves what holding it as a file would add with one conditional
 // update of `used` (`reserve`: the whole size first, and only if that does not fit what the
 // holding document says it adds, nothing when the user pins it already or uploaded it before:
-// api/usecases/content.ts `reserveHolding`), writes its file record, and settles the
-// reservation with the holding update's actual change (`hold(…, reserved)`). The reads and
+// api/usecases/content.ts `reserveHolding`; the whole size counts in `files` too), writes its
+// file record, and settles the reservation with the holding update's actual change (`hold(…,
+// reserved)`: nothing left to write when the content was new, the common case). The reads and
 // writes of many uploads at once are group-committed (usage-batch.ts). A pin is counted
 // when it becomes `pinned` (activities/pins.ts), unconditionally, as before this design. The
 // one gap, also as before: content whose other hold is removed between the read and the
@@ -77,16 +78,18 @@ import { contentPages, totalOf, type UserRecords } from './usage-tally.js';
 import { count } from './count.js';
 import {
   difference,
+  NOTHING_RESERVED,
   stepped,
   weigh,
   type HoldKind,
   type HoldRecord,
+  type Reserved,
   type UsageChange,
   type UsageRecord,
   type Weight,
 } from './usage-records.js';
 
-export type { HoldKind, HoldRecord, UsageChange, UsageRecord, Weight } from './usage-records.js';
+export type { HoldKind, HoldRecord, Reserved, UsageChange, UsageRecord, Weight } from './usage-records.js';
 
 /** What the users' records hold (of these contents, with `multihashes`), one entry per record. */
 export type HoldsFromRecords = (
@@ -187,7 +190,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
   /**
    * One atomic step of the user's holding document of the content: `step` records of `kind`
    * start (+1) or stop (−1) holding it. The user's counters move by what that changed, less
-   * `reserved` bytes of `used` already counted for it. Returns what it changed.
+   * what the reservation counted already. Returns what it changed.
    *
    * The counters are a second document, written after: `settling` is raised with the step and
    * lowered once the counters are written, so a process that dies between the two leaves a
@@ -195,7 +198,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
    * pin counted in its holding and not in the counters, which no recount of the holding alone
    * can see). The sweep and the audit recount a user whose holding stays settling.
    */
-  async function step(userId: string, multihash: string, kind: HoldKind, by: 1 | -1, size: number, reserved: number): Promise<Weight> {
+  async function step(userId: string, multihash: string, kind: HoldKind, by: 1 | -1, size: number, reserved: Reserved): Promise<Weight> {
     const _id = userContentKey(userId, multihash);
     const update = {
       $inc: { file: kind === 'file' ? by : 0, pin: kind === 'pin' ? by : 0, object: kind === 'object' ? by : 0, settling: 1 },
@@ -214,22 +217,28 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       before = await write();
     }
     const changed = difference(weigh(stepped(before, kind, by, by > 0 ? size : 0)), weigh(before));
-    await add(userId, { ...changed, used: changed.used - reserved });
+    await add(userId, { ...changed, files: changed.files - reserved.files, used: changed.used - reserved.used });
     await Holds.updateOne({ _id }, { $inc: { settling: -1 } }).exec();
     return changed;
   }
 
-  /** One reservation by itself (see `reserve`). */
-  async function reserveOne(userId: string, bytes: number, limit: number): Promise<boolean> {
-    const attempt = () =>
-      Usage.findOneAndUpdate({ _id: userId, distinct: true, used: { $lte: limit - bytes } }, { $inc: { used: bytes } })
-        .lean()
+  /** One reservation by itself (see `reserve`): `used` after it, or null when it does not fit. */
+  async function reserveOne(userId: string, bytes: number, limit: number, files: number): Promise<number | null> {
+    const attempt = async () => {
+      const before = await Usage.findOneAndUpdate(
+        { _id: userId, distinct: true, used: { $lte: limit - bytes } },
+        { $inc: { used: bytes, files } },
+      )
+        .lean<UsageRecord>()
         .exec();
-    if (await attempt()) return true;
+      return before && before.used + bytes;
+    };
+    const after = await attempt();
+    if (after !== null) return after;
     // No match: over the limit, or a user still to be rebuilt.
-    if (await counted(userId)) return false;
+    if (await counted(userId)) return null;
     await ensure(userId);
-    return (await attempt()) !== null;
+    return attempt();
   }
 
   // What `used` read last, per user (`usedLately`).
@@ -281,14 +290,15 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     },
 
     /**
-     * Adds `bytes` to `used` if it stays within `limit`, in one conditional update: concurrent
-     * reservations can never together pass the limit, and none waits for another. False when
-     * it does not fit. Settled by `hold` (or given back with `add`).
+     * Adds `bytes` to `used` (and `files` to `files`: a new file's weight there, counted ahead
+     * so that its holding step finds nothing left to write) if `used` stays within `limit`, in
+     * one conditional update: concurrent reservations can never together pass the limit, and
+     * none waits for another. Answers `used` just after it, or null when it does not fit.
+     * Settled by `hold` (or given back with `add`).
      */
-    reserve: (userId: string, bytes: number, limit: number): Promise<boolean> => batches.reserve(userId, bytes, limit),
+    reserve: (userId: string, bytes: number, limit: number, files = 0): Promise<number | null> =>
+      batches.reserve(userId, bytes, limit, files),
 
-    /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
-     * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
     /**
      * For each user and content, whether the user's holding document counts the records that
      * hold it now (the sweep's check of logged changes, activities/counts.ts): four queries by
@@ -320,17 +330,19 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     /** How many records of each kind the user's holding document of the content counts. */
     holding: (userId: string, multihash: string) => Holds.findById(userContentKey(userId, multihash)).lean<HoldRecord>().exec(),
 
+    /** Bytes that holding the content as `kind` (of `size` bytes) would add to `used` now: 0
+     * when the user holds it already. A read, for a reservation; `hold` counts what happens. */
     async cost(userId: string, multihash: string, kind: HoldKind, size: number): Promise<number> {
       const before = await batches.holding(userId, multihash);
       return difference(weigh(stepped(before, kind, 1, size)), weigh(before)).used;
     },
 
     /** A record of `kind` started holding the content: counted, less what was reserved for it. */
-    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved = 0) =>
+    hold: (userId: string, multihash: string, kind: HoldKind, size: number, reserved: Reserved = NOTHING_RESERVED) =>
       batches.hold(userId, multihash, kind, size, reserved),
 
     /** A record of `kind` stopped holding the content (whoever removed the record, only they). */
-    release: (userId: string, multihash: string, kind: HoldKind) => step(userId, multihash, kind, -1, 0, 0),
+    release: (userId: string, multihash: string, kind: HoldKind) => step(userId, multihash, kind, -1, 0, NOTHING_RESERVED),
 
     /** The user's counters as stored, and as the records count them (the audit compares them;
      * null: a user counted before `distinct`, rebuilt at their next write). Writes nothing. */

@@ -130,15 +130,15 @@ export async function uploadPart(
     });
     replaced = await deps.db.multipart.putPart(part);
   } catch (err) {
-    await giveBack(deps.db, userId, parsed, added.bytes);
+    await giveBack(deps.db, userId, parsed, { used: added.bytes, files: 0 });
     throw err;
   }
-  if (replaced) await giveBack(deps.db, userId, parseCid(replaced.cid), replaced.size);
+  if (replaced) await giveBack(deps.db, userId, parseCid(replaced.cid), { used: replaced.size, files: 0 });
   // Completed or aborted while this part came in: the part is not the upload's.
   const now = await deps.db.multipart.get(uploadId);
   if (now?.state !== 'open') {
     const removed = await deps.db.multipart.deletePart(part._id);
-    if (removed) await giveBack(deps.db, userId, parsed, removed.size);
+    if (removed) await giveBack(deps.db, userId, parsed, { used: removed.size, files: 0 });
     if (!now || now.state === 'aborted') await dropParts(deps.kubo, uploadId);
     throw noSuchUpload();
   }

@@ -6,6 +6,7 @@ import { recordEvent } from '../../../infra/webhooks/events.js';
 import type { Readable } from 'node:stream';
 import { parseCid } from '../../../infra/cid.js';
 import { S3_MAX_PUT_BYTES } from '../../../infra/constants.js';
+import type { Reserved } from '../../../infra/db/usage.js';
 import {
   objectId,
   UNMET,
@@ -160,12 +161,14 @@ export async function recordObject(
   const cid = parseCid(content.cid);
   // Logged before the reservation and the record, with the counter it moves (activities/counts.ts).
   await deps.db.holdChanges.append(cid.multihash, cid.v1, { userId });
-  const held =
-    reserved ??
-    (await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size).catch(async (err: unknown) => {
-      if (err instanceof LimitReached) await quotaEvents(deps, userId, caller.plan, caller.plan.storageMB * MB, 0, true);
-      throw err;
-    }));
+  // A multipart upload's parts reserved `used` only (multipart.ts).
+  const held: Reserved & { usedAfter?: number } =
+    reserved !== undefined
+      ? { used: reserved, files: 0 }
+      : await reserveHolding(deps.db, userId, caller.plan, cid, 'object', content.size).catch(async (err: unknown) => {
+          if (err instanceof LimitReached) await quotaEvents(deps, userId, caller.plan, caller.plan.storageMB * MB, 0, true);
+          throw err;
+        });
   const record: ObjectRecord = {
     _id: objectId(content.bucket, content.key),
     bucket: content.bucket,
@@ -214,7 +217,10 @@ export async function recordObject(
       mimeType: details.contentType,
       storedBytes: stored + removed,
     });
-    await quotaEvents(deps, userId, caller.plan, stored, held);
+    // The account's storage after this write: after its reservation, settled by what it stored
+    // and removed; a multipart upload's reservations came with its parts, so it is read.
+    const usedAfter = held.usedAfter !== undefined ? held.usedAfter + stored - held.used + removed : await deps.db.usage.used(userId);
+    await quotaEvents(deps, userId, caller.plan, usedAfter, stored + removed);
   }
   await holdsChanged(deps, cid, { kind: 'object', key: record._id }, { logged: true });
   if (replaced) await holdsChanged(deps, parseCid(replaced.cid), undefined, { logged: true });
