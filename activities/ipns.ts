@@ -6,7 +6,7 @@ import { recordEvent } from '../infra/webhooks/events.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createIpnsActivities(deps: ActivityDeps) {
-  const { db, kubo, config } = deps;
+  const { db, config } = deps;
 
   return {
     /**
@@ -20,7 +20,14 @@ export function createIpnsActivities(deps: ActivityDeps) {
       if (!name.cid) return 'nothing';
       try {
         const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
-        await storeIpnsRecord(kubo, config.masterKey, { ipnsName: name._id, sealedKey: name.sealedKey }, name.cid, name.sequence, signal);
+        await storeIpnsRecord(
+          config.kubo.apiUrl,
+          config.masterKey,
+          { ipnsName: name._id, sealedKey: name.sealedKey },
+          name.cid,
+          name.sequence,
+          signal,
+        );
       } catch (err) {
         await db.ipnsNames.republished(input.ipnsName, { error: (err as Error).message, at: Date.now() });
         return 'failed';

@@ -32,15 +32,16 @@ export async function checkKubo(kubo: Kubo, timeoutMs: number): Promise<void> {
  * POSTs a stream to a Kubo RPC command as the single file of a multipart body and returns
  * Kubo's NDJSON answer, one object a line.
  *
- * Written here instead of kubo-rpc-client's `add` and `dag.import`, and on node:http rather
- * than fetch: measured on Node 20, a streamed request body sent with fetch (the client's
- * transport) is read far ahead of the socket: a 512 MiB upload held 520-540 MB of buffers,
- * also with forced GC. node:http with a piped stream honours backpressure: 45 MB.
+ * Written here instead of kubo-rpc-client's `add`, `dag.import` and `routing.put`, and on
+ * node:http rather than fetch: measured on Node 20, a streamed request body sent with fetch
+ * (the client's transport) is read far ahead of the socket: a 512 MiB upload held 520-540 MB
+ * of buffers, also with forced GC. node:http with a piped stream honours backpressure: 45 MB.
+ * A small body costs less CPU too (infra/http-call.ts, infra/ipns.ts).
  */
 export async function postStream(
   apiUrl: string,
   command: string,
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<Uint8Array> | Uint8Array[],
   options: Record<string, string | number | boolean>,
   signal?: AbortSignal,
 ): Promise<Record<string, unknown>[]> {
@@ -75,7 +76,7 @@ export async function postStream(
   });
   // An error, before or after the answer started, comes as an object with `Message`.
   const failure = objects.find((o) => typeof o.Message === 'string' && o.Type === 'error') ?? (status === 200 ? undefined : objects[0]);
-  if (failure || status !== 200) throw new KuboAddError(status, String(failure?.Message ?? text));
+  if (failure || status !== 200) throw new KuboError(status, String(failure?.Message ?? text));
   return objects;
 }
 
@@ -88,7 +89,7 @@ export async function addStream(
 ): Promise<{ cid: string; dagSize: number }> {
   const objects = await postStream(apiUrl, 'add', source, { ...options, progress: false, quieter: true }, signal);
   const { Hash: hash, Size: size } = objects[objects.length - 1] ?? {};
-  if (typeof hash !== 'string') throw new KuboAddError(200, 'no CID in the answer');
+  if (typeof hash !== 'string') throw new KuboError(200, 'no CID in the answer');
   return { cid: hash, dagSize: Number(size) };
 }
 
@@ -97,18 +98,18 @@ export async function importCarStream(apiUrl: string, source: AsyncIterable<Uint
   const objects = await postStream(apiUrl, 'dag/import', source, { 'pin-roots': true }, signal);
   return objects.flatMap((o) => {
     const root = o.Root as { Cid?: { '/': string }; PinErrorMsg?: string } | undefined;
-    if (root?.PinErrorMsg) throw new KuboAddError(200, root.PinErrorMsg);
+    if (root?.PinErrorMsg) throw new KuboError(200, root.PinErrorMsg);
     return root?.Cid?.['/'] ? [root.Cid['/']] : [];
   });
 }
 
-export class KuboAddError extends Error {
+export class KuboError extends Error {
   constructor(
     readonly status: number,
     message: string,
   ) {
     super(`kubo answered ${status}: ${message.slice(0, 300)}`);
-    this.name = 'KuboAddError';
+    this.name = 'KuboError';
   }
 }
 

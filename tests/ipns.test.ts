@@ -139,7 +139,7 @@ test('publish: the signed record is in Kubo with the next sequence; resolve answ
   // What lets publishes bypass the name's job: Kubo keeps the highest sequence, so an older
   // record stored late (a republish that read the name before a publish) changes nothing.
   const stored = (await api.deps.db.ipnsNames.get(ipnsName))!;
-  await storeIpnsRecord(kubo(), api.deps.config.masterKey, { ipnsName, sealedKey: stored.sealedKey }, second, 3);
+  await storeIpnsRecord(api.deps.config.kubo.apiUrl, api.deps.config.masterKey, { ipnsName, sealedKey: stored.sealedKey }, second, 3);
   expect(await recordInKubo(ipnsName)).toMatchObject({ value: `/ipfs/${first}`, sequence: 6 });
 }, 60_000);
 

@@ -170,7 +170,7 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
   try {
     const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
     await storeIpnsRecord(
-      deps.kubo,
+      deps.config.kubo.apiUrl,
       deps.config.masterKey,
       { ipnsName: name._id, sealedKey: name.sealedKey },
       cid.v1,

@@ -11,7 +11,7 @@ import { CID } from 'multiformats/cid';
 import { parseCid } from '../../infra/cid.js';
 import { SNIFF_BYTES, UNIXFS_ADD_OPTIONS } from '../../infra/constants.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
-import { addStream, contentSizes, importCarStream, KuboAddError } from '../../infra/kubo.js';
+import { addStream, contentSizes, importCarStream, KuboError } from '../../infra/kubo.js';
 import { fileEvent, recordEvent, wants } from '../../infra/webhooks/events.js';
 import {
   assertStorageFits,
@@ -188,7 +188,7 @@ async function importCar(deps: UploadDeps, source: Readable, signal?: AbortSigna
     roots = await importCarStream(deps.config.kubo.apiUrl, source, signal);
   } catch (err) {
     // Kubo answered, so it is up: it could not read the CAR.
-    if (err instanceof KuboAddError) throw new InvalidInput(`not a valid CAR file: ${err.message}`, 'INVALID_CAR');
+    if (err instanceof KuboError) throw new InvalidInput(`not a valid CAR file: ${err.message}`, 'INVALID_CAR');
     throw err;
   }
   if (roots.length !== 1) throw new InvalidInput(`a CAR upload needs exactly one root; this one has ${roots.length}`, 'INVALID_CAR');

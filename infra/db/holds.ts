@@ -122,6 +122,8 @@ export interface Holds {
 
 export function createHolds(kinds: HolderKind[]) {
   const byName = new Map(kinds.map((k) => [k.kind, k]));
+  // Files hold most content: asked first where any one holder answers the question.
+  const likelyFirst = [...kinds].sort((a, b) => Number(b.kind === 'file') - Number(a.kind === 'file'));
   return {
     kinds: [...byName.keys()],
 
@@ -146,11 +148,11 @@ export function createHolds(kinds: HolderKind[]) {
 
     /**
      * Whether any record but `self` holds the content. The kinds are asked one after another,
-     * each for one record, until one has it: usually two small reads (an IPNS name's target is
-     * mostly an upload), where `of` reads every holder of every kind.
+     * each for one record, files first, until one has it: one small read when the content is an
+     * upload (an IPNS name's target mostly is), where `of` reads every holder of every kind.
      */
     async heldByOthers(multihash: string, self: HolderRef): Promise<boolean> {
-      for (const k of kinds) if (await k.heldByOther(multihash, k.kind === self.kind ? self.key : undefined)) return true;
+      for (const k of likelyFirst) if (await k.heldByOther(multihash, k.kind === self.kind ? self.key : undefined)) return true;
       return false;
     },
 
