@@ -12,6 +12,17 @@ import { startStack, type Stack, type StackEndpoints } from '../../infra/stack/s
 import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
 import { createBenchUser, serviceEnv } from './children.js';
 
+/** The API's MongoDB operations so far, by `<method> <collection>`, from its /metrics
+ * (api/rest/http/metrics.ts). */
+export async function apiOperations(apiUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${apiUrl}/metrics`)).text();
+  const counts = new Map<string, number>();
+  for (const m of text.matchAll(/^stupa_mongodb_operations_total\{method="([^"]*)",collection="([^"]*)"\} (\d+)$/gm)) {
+    counts.set(`${m[1]} ${m[2]}`.trim(), Number(m[3]));
+  }
+  return counts;
+}
+
 export function say(line: string): void {
   process.stderr.write(`[bench] ${line}\n`);
 }

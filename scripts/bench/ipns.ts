@@ -18,7 +18,7 @@ import { openDatabase } from '../../infra/db/index.js';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { ipnsJob, REPUBLISH_SIGNAL } from '../../infra/temporal/contracts/ipns.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
-import { apiCall, type BenchContext } from './harness.js';
+import { apiCall, apiOperations, type BenchContext } from './harness.js';
 import { showSpread, spread, type Spread } from './spread.js';
 
 export const LANES = 16;
@@ -34,6 +34,8 @@ export interface IpnsResult {
   ratio: Spread;
   /** CPU milliseconds each process spent per publish, through the API and through Kubo alone. */
   cpuMsPerPublish: Record<'api' | 'kubo', Record<string, number>>;
+  /** MongoDB operations the API sent per publish, by `<method> <collection>`, most first. */
+  commands: [string, number][];
   names: number;
   createPerSecond: number;
   firstPublishPerSecond: number;
@@ -85,11 +87,15 @@ async function publishRates(ctx: BenchContext, say: (line: string) => void) {
   const watched = { api: ctx.api.pid, ferretdb: pids.ferretdb, temporal: pids.temporal, kubo: pids.kubo, worker: ctx.worker.pid };
   const ticks = () => Object.fromEntries(Object.entries(watched).map(([name, pid]) => [name, pid ? cpuTicks(pid) : 0]));
   const spent = { api: {} as Record<string, number>, kubo: {} as Record<string, number> };
+  const commands = new Map<string, number>();
   const measured = async (side: 'api' | 'kubo', run: () => Promise<number>) => {
+    const sentBefore = side === 'api' ? await apiOperations(ctx.apiUrl) : undefined;
     const before = ticks();
     const rate = await run();
     const after = ticks();
     for (const name of Object.keys(watched)) spent[side][name] = (spent[side][name] ?? 0) + after[name]! - before[name]!;
+    if (sentBefore)
+      for (const [k, n] of await apiOperations(ctx.apiUrl)) commands.set(k, (commands.get(k) ?? 0) + n - (sentBefore.get(k) ?? 0));
     return rate;
   };
   const kuboSide = () =>
@@ -119,6 +125,10 @@ async function publishRates(ctx: BenchContext, say: (line: string) => void) {
     kuboPublishes: spread(kubo),
     ratio: spread(api.map((a, i) => a / kubo[i]!)),
     cpuMsPerPublish: { api: perPublish('api'), kubo: perPublish('kubo') },
+    commands: [...commands]
+      .map(([k, n]): [string, number] => [k, n / publishes])
+      .filter(([, each]) => each >= 0.005)
+      .sort((a, b) => b[1] - a[1]),
     target: targets[0]!,
   };
 }
@@ -201,7 +211,9 @@ export function ipnsLines(r: IpnsResult): string[] {
     `bench: ipns publish   api ${showSpread(r.apiPublishes, 1)}/s vs ipfs name publish --allow-offline ${showSpread(r.kuboPublishes, 1)}/s ` +
       `ratio ${showSpread(r.ratio)} (min/median/max of ${PUBLISH_ROUNDS} rounds of ${LANES * PUBLISHES_PER_LANE}, ${LANES} names at a time; goal >= 0.3: ` +
       `${r.ratio.median >= 0.3 ? 'met' : 'missed'})`,
-    `bench: ipns publish   CPU ms per publish: through the API ${perPublish('api')}; Kubo alone ${perPublish('kubo')}`,
+    `bench: ipns publish   CPU ms per publish: through the API ${perPublish('api')}; Kubo alone ${perPublish('kubo')}; ` +
+      `MongoDB operations per publish from the API: ${r.commands.reduce((s, [, n]) => s + n, 0).toFixed(2)}: ` +
+      r.commands.map(([k, n]) => `${k} ${n.toFixed(2)}`).join(', '),
     `bench: ipns names     ${r.names.toLocaleString('en')} names (made ${r.createPerSecond.toFixed(1)}/s, first publish ${r.firstPublishPerSecond.toFixed(1)}/s): ` +
       `all republished at ${r.republishPerSecond.toFixed(1)}/s; CPU ms per republish: ${cpu}; ` +
       `one worker core keeps ~${Math.floor(DEFAULT_INTERVAL_S / workerS).toLocaleString('en')} names at the 4 h interval, ` +

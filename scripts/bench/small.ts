@@ -16,7 +16,7 @@
 import crypto from 'node:crypto';
 import { readStackFile } from '../../infra/stack/stack-file.js';
 import { createBenchUser, cpuTicks, TICKS_PER_SECOND } from './children.js';
-import type { BenchContext } from './harness.js';
+import { apiOperations, type BenchContext } from './harness.js';
 import { spread, type Spread } from './spread.js';
 
 export const FILES = 1000;
@@ -39,16 +39,6 @@ export interface SmallResult {
   cpuMs: Record<string, number>;
   /** MongoDB operations the API sent per upload, by `<method> <collection>`, most first. */
   commands: [string, number][];
-}
-
-/** The API's MongoDB operations so far, from its /metrics (api/rest/http/metrics.ts). */
-async function apiOperations(apiUrl: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${apiUrl}/metrics`)).text();
-  const counts = new Map<string, number>();
-  for (const m of text.matchAll(/^stupa_mongodb_operations_total\{method="([^"]*)",collection="([^"]*)"\} (\d+)$/gm)) {
-    counts.set(`${m[1]} ${m[2]}`.trim(), Number(m[3]));
-  }
-  return counts;
 }
 
 /** A JSON document of about FILE_BYTES bytes (as the service stores it), distinct per seed and index. */
