@@ -8,7 +8,7 @@ import type { Config } from '../../infra/config.js';
 import { METADATA_MAX_KEYS, METADATA_MAX_VALUE, RECORD_COMPLETION_MS } from '../../infra/constants.js';
 import { isAnswerLost } from '../../infra/db/errors.js';
 import type { Database } from '../../infra/db/index.js';
-import type { HoldKind, Reserved } from '../../infra/db/usage.js';
+import { firstHold, type HoldKind, type Reserved } from '../../infra/db/usage.js';
 import type { Plan } from '../../infra/plans.js';
 import { announceHoldChange } from '../../infra/hold-sync.js';
 import type { HolderRef } from '../../infra/temporal/contracts/holds.js';
@@ -155,7 +155,7 @@ export async function giveBack(db: Database, userId: string, cid: ParsedCid, res
  * storage, and returns what it reserved (settled by `usage.hold(…, reserved)`, or `giveBack`)
  * and `used` just after it (what the quota's events compare).
  * It first reserves the whole size, without a read: new content, the common case, adds exactly
- * that, to `used` and (a file or an object: infra/db/usage-records.ts `weigh`) to `files`, so
+ * that, to `used` and (a file or an object: infra/db/usage-records.ts `firstHold`) to `files`, so
  * that its holding step has no counter left to write. Only when that does not fit is what it
  * adds to `used` read (nothing when the user holds the content already) and reserved; so the
  * answer is the quota's, and a reservation never costs more than a read and two updates.
@@ -173,7 +173,7 @@ export async function reserveHolding(
   size: number,
 ): Promise<Reserved & { usedAfter: number }> {
   const limit = plan.storageMB * MB;
-  const files = kind === 'pin' ? 0 : size;
+  const { files } = firstHold(kind, size);
   try {
     const whole = await db.usage.reserve(userId, size, limit, files);
     if (whole !== null) return { used: size, files, usedAfter: whole };

@@ -16,7 +16,16 @@
 import type { Model } from 'mongoose';
 import { groupCommit, insertUnordered, type Outcome } from './batch.js';
 import { userContentKey } from './by-id.js';
-import type { HoldKind, HoldRecord, Reserved, UsageChange, UsageRecord, Weight } from './usage-records.js';
+import {
+  firstHold,
+  lessReserved,
+  type HoldKind,
+  type HoldRecord,
+  type Reserved,
+  type UsageChange,
+  type UsageRecord,
+  type Weight,
+} from './usage-records.js';
 
 interface Parts {
   Usage: Model<UsageRecord>;
@@ -25,8 +34,6 @@ interface Parts {
   reserveOne(userId: string, bytes: number, limit: number, files: number): Promise<number | null>;
   /** One atomic holding step by itself (usage.ts `step`). */
   step(userId: string, multihash: string, kind: HoldKind, by: 1, size: number, reserved: Reserved): Promise<Weight>;
-  /** What a first holder of `kind` changes in the counters. */
-  firstHold(kind: HoldKind, size: number): Weight;
   add(userId: string, change: UsageChange): Promise<void>;
 }
 
@@ -103,11 +110,7 @@ export function createUsageBatches(parts: Parts) {
     ids.forEach((id, i) => first.has(id) || first.set(id, i));
     const inserting = [...first.values()];
     // What an inserted document's step leaves for the counters: its weight less what was reserved.
-    const left = (i: number): Weight => {
-      const e = entries[i]!;
-      const change = parts.firstHold(e.kind, e.size);
-      return { files: change.files - e.reserved.files, pinned: change.pinned, used: change.used - e.reserved.used };
-    };
+    const left = (i: number): Weight => lessReserved(firstHold(entries[i]!.kind, entries[i]!.size), entries[i]!.reserved);
     const owes = (w: Weight) => w.files !== 0 || w.pinned !== 0 || w.used !== 0;
     const docs = inserting.map((i) => {
       const e = entries[i]!;
@@ -134,7 +137,7 @@ export function createUsageBatches(parts: Parts) {
       if (outcome === 'duplicate') return void alone.push(i);
       if (outcome instanceof Error) return void (results[i] = outcome);
       const e = entries[i]!;
-      results[i] = parts.firstHold(e.kind, e.size);
+      results[i] = firstHold(e.kind, e.size);
       const owed = left(i);
       if (!owes(owed)) return;
       settled.push(i);

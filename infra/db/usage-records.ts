@@ -74,3 +74,13 @@ export const stepped = (before: Partial<HoldRecord> | null, kind: HoldKind, step
   object: (before?.object ?? 0) + (kind === 'object' ? step : 0),
   size: Math.max(before?.size ?? 0, size),
 });
+
+/** What a first holder of `kind` (of `size` bytes) adds to the counters. */
+export const firstHold = (kind: HoldKind, size: number): Weight => difference(weigh(stepped(null, kind, 1, size)), weigh(null));
+
+/** What a holding step's change leaves for the counters once its reservation counted its part. */
+export const lessReserved = (change: Weight, reserved: Reserved): Weight => ({
+  files: change.files - reserved.files,
+  pinned: change.pinned,
+  used: change.used - reserved.used,
+});

@@ -78,6 +78,7 @@ import { contentPages, totalOf, type UserRecords } from './usage-tally.js';
 import { count } from './count.js';
 import {
   difference,
+  lessReserved,
   NOTHING_RESERVED,
   stepped,
   weigh,
@@ -90,6 +91,7 @@ import {
 } from './usage-records.js';
 
 export type { HoldKind, HoldRecord, Reserved, UsageChange, UsageRecord, Weight } from './usage-records.js';
+export { firstHold } from './usage-records.js';
 
 /** What the users' records hold (of these contents, with `multihashes`), one entry per record. */
 export type HoldsFromRecords = (
@@ -217,7 +219,7 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
       before = await write();
     }
     const changed = difference(weigh(stepped(before, kind, by, by > 0 ? size : 0)), weigh(before));
-    await add(userId, { ...changed, files: changed.files - reserved.files, used: changed.used - reserved.used });
+    await add(userId, lessReserved(changed, reserved));
     await Holds.updateOne({ _id }, { $inc: { settling: -1 } }).exec();
     return changed;
   }
@@ -251,7 +253,6 @@ export function createUsageStore(conn: Connection, locks: LockStore, holdsFromRe
     reserveOne,
     step,
     add,
-    firstHold: (kind, size) => difference(weigh(stepped(null, kind, 1, size)), weigh(null)),
   });
 
   return {
