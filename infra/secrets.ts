@@ -16,6 +16,15 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+/** A base62 string of `length` (at most 32) that is a function of `text`: SHA-256's bytes, each
+ * taken mod 62 (slightly uneven, which an ID derived to be found again does not mind). */
+export function hashedBase62(text: string, length: number): string {
+  const bytes = crypto.createHash('sha256').update(text).digest();
+  let out = '';
+  for (let i = 0; i < length; i++) out += BASE62[bytes[i]! % 62];
+  return out;
+}
+
 export function newApiKey(): { apiKey: string; keyPrefix: string } {
   const apiKey = API_KEY_PREFIX + randomBase62(API_KEY_RANDOM_LENGTH);
   return { apiKey, keyPrefix: apiKey.slice(0, API_KEY_PREFIX_LENGTH) };

@@ -16,7 +16,7 @@ import { sha256 } from 'multiformats/hashes/sha2';
 import { parseCid } from '../infra/cid.js';
 import { newFileId } from '../infra/db/files.js';
 import { createKubo } from '../infra/kubo.js';
-import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
+import { deliveryId, recordFor, WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
 import { s3Client } from './support/s3.js';
 import { call, createUser, errorReason, plansFile, stack, startTestApi, testEnv, type TestUser } from './support/stack.js';
@@ -266,6 +266,30 @@ test('a receiver that answers 500 three times then 200 gets the event four times
     'the redelivery',
   );
   expect(hooks.at('/flaky')[4]!.headers['webhook-id']).toBe(sent.body.eventId);
+}, 60_000);
+
+test('an event recorded twice for an endpoint (a retried activity) is one delivery, sent once, its ID derived from both; the old unique index is dropped', async () => {
+  const hook = await newWebhook(user, '/twice', ['pin.pinned']);
+  const event = { type: 'pin.pinned', subject: 'pin:twice', data: { pin: { requestId: 'twice' } }, id: 'msg_pinned_twice' } as const;
+  const deps = { db: api.deps.db, jobs: api.deps.jobs };
+  await recordFor(deps, user.userId, [hook.id], event);
+  await recordFor(deps, user.userId, [hook.id], event);
+  const Deliveries = api.deps.db.webhooks.deliveryModel;
+  expect((await Deliveries.find({ webhookId: hook.id }).lean()).map((d) => d._id)).toEqual([deliveryId(hook.id, event.id)]);
+  await eventually(
+    async () => hooks.at('/twice').length,
+    (n) => n === 1,
+    30_000,
+    'the delivery',
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  expect(hooks.at('/twice').map((r) => r.headers['webhook-id'])).toEqual([event.id]);
+  // A database from before derived IDs has the unique (webhookId, eventId) index: a start drops it.
+  await Deliveries.collection.createIndex({ webhookId: 1, eventId: 1 }, { unique: true });
+  await api.deps.db.webhooks.dropOldIndexes();
+  const names = (await Deliveries.collection.indexes()).map((i) => i.name);
+  expect(names).not.toContain('webhookId_1_eventId_1');
+  expect(names).toContain('webhookId_1_state_1_seq_1');
 }, 60_000);
 
 test('a receiver down while the worker is killed gets everything, in order, when both come back', async () => {

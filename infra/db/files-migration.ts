@@ -13,24 +13,18 @@
 // `_id`s sorted by `_id` is a scan and a sort of the whole table per page (measured: 0.8 s a
 // page at 100,000 records), unsorted it stops at the first 1,000 (30 ms). Measured by
 // `npm run bench -- --migrate` (README).
-import crypto from 'node:crypto';
 import type { mongo } from 'mongoose';
+import { hashedBase62 } from '../secrets.js';
 import type { CounterStore } from './counters.js';
 import type { FileRecord, FileStore } from './files.js';
 import { FILE_ID_PREFIX, TWIN_INDEX, TWIN_INDEX_NAME } from './files.js';
 import { isDuplicateKey } from './errors.js';
 
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const PAGE = 1000;
 export const MIGRATION_MARKER = 'migration:file-ids';
 
 /** The id a file from before file ids gets: a function of its old key, 16 base62 characters. */
-export function migratedFileId(oldKey: string): string {
-  const bytes = crypto.createHash('sha256').update(`file-id:${oldKey}`).digest();
-  let id = '';
-  for (let i = 0; id.length < 16; i++) id += BASE62[bytes[i]! % 62];
-  return `${FILE_ID_PREFIX}${id}`;
-}
+export const migratedFileId = (oldKey: string): string => FILE_ID_PREFIX + hashedBase62(`file-id:${oldKey}`, 16);
 
 // Every id outside the `fil_` range is an old key (theirs start with the user's `usr_`).
 const OLD_RANGES = [{ $lt: FILE_ID_PREFIX }, { $gte: 'fil`' }];

@@ -96,6 +96,7 @@ export async function openDatabase(uri: string) {
   const activity = createActivityStore(connection);
   const audits = createAuditStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
+  await webhooks.dropOldIndexes();
   return {
     connection,
     audits,

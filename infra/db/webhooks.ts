@@ -48,7 +48,7 @@ export interface WebhookAttempt {
 export type DeliveryState = 'pending' | 'delivered' | 'failed';
 
 export interface DeliveryRecord {
-  /** `dlv_…` */
+  /** `dlv_…`, derived from the endpoint and the event (infra/webhooks/events.ts deliveryId). */
   _id: string;
   webhookId: string;
   userId: string;
@@ -109,8 +109,9 @@ const deliverySchema = new Schema<DeliveryRecord>(
   },
   { versionKey: false, minimize: false },
 );
-// One delivery per event and endpoint: recording an event again (a retried activity) adds nothing.
-deliverySchema.index({ webhookId: 1, eventId: 1 }, { unique: true });
+// One delivery per event and endpoint comes from its `_id`, derived from both
+// (infra/webhooks/events.ts deliveryId); the unique index that did it before is dropped at start.
+const OLD_EVENT_INDEX = 'webhookId_1_eventId_1';
 // An endpoint's round: its pending deliveries in event order.
 deliverySchema.index({ webhookId: 1, state: 1, seq: 1 });
 // The delivery log, newest first, and its retention.
@@ -128,6 +129,12 @@ export function createWebhookStore(conn: Connection) {
   return {
     model: Webhooks,
     deliveryModel: Deliveries,
+
+    /** Drops the unique (webhookId, eventId) index of databases from before delivery IDs were
+     * derived (once its only job, now `_id`'s); none there is nothing to do. */
+    async dropOldIndexes(): Promise<void> {
+      await Deliveries.collection.dropIndex(OLD_EVENT_INDEX).catch(() => undefined);
+    },
 
     async insert(webhook: WebhookRecord): Promise<void> {
       await Webhooks.create(webhook);

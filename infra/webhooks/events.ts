@@ -11,7 +11,7 @@ import { WEBHOOK_DELIVERY_ID_PREFIX, WEBHOOK_EVENT_ID_PREFIX, WEBHOOK_WAKE_DELAY
 import type { Database } from '../db/index.js';
 import type { DeliveryRecord } from '../db/webhooks.js';
 import type { Logger } from '../logger.js';
-import { randomBase62 } from '../secrets.js';
+import { hashedBase62, randomBase62 } from '../secrets.js';
 import { WAKE_SIGNAL, webhookJob } from '../temporal/contracts/webhooks.js';
 import type { Jobs } from '../temporal/jobs.js';
 
@@ -80,6 +80,16 @@ function nextSeq(now: number): number {
   return lastMs * 1000 + inMs;
 }
 
+/**
+ * A delivery's ID: a function of its endpoint and event, so an event recorded again (a retried
+ * activity) names the delivery already there and its insert is refused as a duplicate `_id`,
+ * with no other unique index to keep (each costs every insert its upkeep). Deliveries recorded
+ * before IDs were derived keep their random ones: such an event recorded again across the
+ * upgrade would be delivered twice with one `webhook-id`, which at-least-once allows.
+ */
+export const deliveryId = (webhookId: string, eventId: string): string =>
+  WEBHOOK_DELIVERY_ID_PREFIX + hashedBase62(`delivery:${webhookId}:${eventId}`, 20);
+
 /** The delivery of `event` to one endpoint, pending. */
 export function newDelivery(
   userId: string,
@@ -90,7 +100,7 @@ export function newDelivery(
   seq: number,
 ): DeliveryRecord {
   return {
-    _id: WEBHOOK_DELIVERY_ID_PREFIX + randomBase62(20),
+    _id: deliveryId(webhookId, eventId),
     webhookId,
     userId,
     eventId,
