@@ -6,12 +6,10 @@ import { createBucket, deleteBucket, listBuckets, ownBucket } from '../usecases/
 import { deleteCors, getCors, putCors, type CorsInput } from '../usecases/cors.js';
 import { StupaError } from '../usecases/errors.js';
 import { readSmallBody } from './body.js';
-import { isoDate, sendEmpty, sendXml, type S3Context } from './context.js';
+import { isoDate, owner, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';
 import { parseXml } from './xml.js';
-
-const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
 
 /** ListBuckets: the caller's buckets by name (at most BUCKETS_MAX of them), after `continuation-token`,
  * under `prefix`, `max-buckets` a page (without it, all); the next page's token when there is one. */

@@ -51,6 +51,9 @@ export const isoDate = (ms: number) => new Date(ms).toISOString();
 
 export const quoted = (etag: string) => `"${etag}"`;
 
+/** The caller as S3 names an owner (buckets, ACLs, listings with fetch-owner). */
+export const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
+
 /** The headers of an object, as GetObject, HeadObject and PutObject carry them. */
 export function objectHeaders(ctx: S3Context, object: ObjectRecord, withChecksums: boolean): Record<string, string> {
   const headers: Record<string, string> = {

@@ -3,7 +3,7 @@
 import { S3_MAX_KEYS } from '../../infra/constants.js';
 import { listObjects, type Listing } from '../usecases/s3/listing.js';
 import { listUploads } from '../usecases/s3/multipart.js';
-import { isoDate, quoted, sendXml, type S3Context } from './context.js';
+import { isoDate, owner, quoted, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
 
 /** `encoding-type=url`: names go out URL-encoded (keys may hold characters XML cannot carry). */
@@ -25,8 +25,6 @@ function maxKeys(ctx: S3Context, name = 'max-keys'): number {
     throw new S3Error('InvalidArgument', `Provided ${name} not an integer or within integer range`);
   return Math.min(n, S3_MAX_KEYS);
 }
-
-const owner = (ctx: S3Context) => ({ ID: ctx.caller.user._id, DisplayName: ctx.caller.user.email });
 
 function contents(ctx: S3Context, listing: Listing, withOwner: boolean, encode: (t: string) => string) {
   return listing.objects.map((o) => ({
