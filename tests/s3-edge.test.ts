@@ -12,6 +12,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
+  GetObjectTorrentCommand,
   HeadObjectCommand,
   PutObjectCommand,
   UploadPartCommand,
@@ -20,7 +21,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { recordingKubo, startEdgedApi, type EdgedApi, type RecordingKubo } from './support/edge.js';
-import { bucketName, s3Client } from './support/s3.js';
+import { bucketName, s3Client, s3Failure } from './support/s3.js';
 import { createUser, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -192,6 +193,17 @@ test("errors are the API's own through the edge: no such key, a wrong signature,
     codes.push(want.code);
   }
   expect(codes).toEqual(['NoSuchKey', 'SignatureDoesNotMatch', expect.stringMatching(/^(AccessDenied|NoSuchBucket)$/)]);
+});
+
+test('GetObjectTorrent is NotImplemented, directly and through the edge, never the bytes as a torrent', async () => {
+  for (const s3 of [direct, viaEdge]) {
+    for (const key of [objects.small.key, objects.large.key]) {
+      expect(await s3Failure(s3.send(new GetObjectTorrentCommand({ Bucket: bucket, Key: key })))).toMatchObject({
+        code: 'NotImplemented',
+        status: 501,
+      });
+    }
+  }
 });
 
 test("Kubo failing under a large object's read: 503 ServiceUnavailable in S3's shape, without the object's headers", async () => {

@@ -101,7 +101,8 @@ function route(method: string, q: URLSearchParams, bucket: string | null, key: s
       if (q.has('acl')) return on(buckets.getAcl);
       if (q.has('attributes')) return on(getObjectAttributesHandler);
       if (q.has('retention') || q.has('legal-hold')) return on(buckets.objectLockOfObject);
-      if (q.has('tagging')) return on(notImplemented);
+      // Tags, and torrent files of objects (GetObjectTorrent), are not kept: not the object's bytes.
+      if (q.has('tagging') || q.has('torrent')) return on(notImplemented);
       return on(objects.getObjectHandler);
     case 'HEAD':
       return on(objects.getObjectHandler);
