@@ -77,6 +77,10 @@ export const S3_MAX_PUT_BYTES = 5 * 1024 ** 3;
 export const S3_MIN_PART_BYTES = 5 * 1024 ** 2;
 export const S3_MAX_PARTS = 10_000;
 export const S3_MAX_OBJECT_BYTES = 5 * 1024 ** 3;
+/** Keys of one DeleteObjects deleted at once: each is several round trips (its record, the
+ * storage count, the hold change and Cluster's unpin), so one after another 1,000 keys took 37 s,
+ * close to the aws CLI's 60 s read timeout. */
+export const S3_DELETE_CONCURRENCY = 16;
 /** Keys listed per page at most (S3's max-keys). */
 export const S3_MAX_KEYS = 1000;
 

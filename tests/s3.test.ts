@@ -339,6 +339,25 @@ describe('objects', () => {
     expect(await s3Failure(s3.send(new GetObjectCommand({ Bucket: b, Key: 'one' })))).toMatchObject({ code: 'NoSuchKey', status: 404 });
   });
 
+  test("DeleteObjects of many keys (deleted several at once) answers in the request's order: deleted keys, and the keys whose condition failed", async () => {
+    const b = await newBucket(s3, 'delmany');
+    const keys = Array.from({ length: 60 }, (_, i) => `k${String(i).padStart(2, '0')}`);
+    await Promise.all(keys.map((Key) => s3.send(new PutObjectCommand({ Bucket: b, Key, Body: `bytes of ${b}/${Key}` }))));
+    const refused = new Set(keys.filter((_, i) => i % 7 === 3));
+    // Reversed, so that the request's order is not the keys' order.
+    const asked = [...keys].reverse();
+    const res = await s3.send(
+      new DeleteObjectsCommand({
+        Bucket: b,
+        Delete: { Objects: asked.map((Key) => (refused.has(Key) ? { Key, ETag: '"0123456789abcdef0123456789abcdef"' } : { Key })) },
+      }),
+    );
+    expect(res.Deleted!.map((d) => d.Key)).toEqual(asked.filter((k) => !refused.has(k)));
+    expect(res.Errors!.map((e) => [e.Key, e.Code])).toEqual(asked.filter((k) => refused.has(k)).map((k) => [k, 'PreconditionFailed']));
+    const left = await s3.send(new ListObjectsV2Command({ Bucket: b }));
+    expect(left.Contents!.map((o) => o.Key)).toEqual(keys.filter((k) => refused.has(k)));
+  });
+
   test('CopyObject honours the x-amz-copy-source-if-* conditions: a failing one is PreconditionFailed and copies nothing', async () => {
     const b = await newBucket(s3, 'cond');
     const put = await s3.send(new PutObjectCommand({ Bucket: b, Key: 'src', Body: 'conditional source' }));

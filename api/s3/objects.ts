@@ -3,7 +3,8 @@
 // Kubo's own gateway (infra/kubo-gateway.ts), which serves ranges of UnixFS files.
 import { pipeline } from 'node:stream/promises';
 import { checksumTypeOf } from '../../infra/checksums.js';
-import { ANSWER_MAX_BYTES } from '../../infra/constants.js';
+import pLimit from 'p-limit';
+import { ANSWER_MAX_BYTES, S3_DELETE_CONCURRENCY } from '../../infra/constants.js';
 import { copyObject, deleteObject, etagListed, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
@@ -236,7 +237,8 @@ type DeleteRequest = {
   Delete?: { Quiet?: string | boolean; Object?: { Key?: unknown; ETag?: unknown; Size?: unknown; LastModifiedTime?: unknown }[] };
 };
 
-/** DeleteObjects: up to 1,000 keys, each deleted on its own; errors are listed, not thrown. */
+/** DeleteObjects: up to 1,000 keys, each deleted on its own (S3_DELETE_CONCURRENCY at once);
+ * errors are listed in the request's order, not thrown, but for the bucket's own. */
 export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Promise<void> {
   const body = await readSmallBody(ctx.req, ctx.auth, 2 * 1024 * 1024);
   const doc = parseXml(body.toString('utf8'), ['Delete.Object']) as DeleteRequest;
@@ -245,25 +247,33 @@ export async function deleteObjectsHandler(ctx: S3Context, bucket: string): Prom
     throw new S3Error('MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
   }
   const quiet = String(doc.Delete.Quiet) === 'true';
-  const deleted: { Key: string }[] = [];
-  const errors: { Key: string; Code: string; Message: string }[] = [];
-  for (const entry of objects) {
-    const key = entry.Key === undefined ? '' : String(entry.Key);
-    try {
-      // An entry's ETag is its If-Match, its Size and LastModifiedTime what the object must
-      // have: another object is not deleted; no object, nothing to do.
-      await deleteObject(ctx.deps, ctx.caller, bucket, key, {
-        ...(entry.ETag !== undefined ? { ifMatch: etagList(String(entry.ETag)) } : {}),
-        ...(entry.Size !== undefined ? { size: sizeCondition(entry.Size) } : {}),
-        ...(entry.LastModifiedTime !== undefined ? { modifiedAt: timeCondition(entry.LastModifiedTime) } : {}),
-      });
-      deleted.push({ Key: key });
-    } catch (err) {
-      const s3 = toS3Error(err);
-      if (!s3 || s3.code === 'NoSuchBucket' || s3.code === 'AccessDenied') throw err;
-      errors.push({ Key: key, Code: s3.code, Message: s3.message });
-    }
-  }
+  const limit = pLimit(S3_DELETE_CONCURRENCY);
+  const outcomes = await Promise.all(
+    objects.map((entry) =>
+      limit(async () => {
+        const key = entry.Key === undefined ? '' : String(entry.Key);
+        try {
+          // An entry's ETag is its If-Match, its Size and LastModifiedTime what the object must
+          // have: another object is not deleted; no object, nothing to do.
+          await deleteObject(ctx.deps, ctx.caller, bucket, key, {
+            ...(entry.ETag !== undefined ? { ifMatch: etagList(String(entry.ETag)) } : {}),
+            ...(entry.Size !== undefined ? { size: sizeCondition(entry.Size) } : {}),
+            ...(entry.LastModifiedTime !== undefined ? { modifiedAt: timeCondition(entry.LastModifiedTime) } : {}),
+          });
+          return { key };
+        } catch (err) {
+          const s3 = toS3Error(err);
+          // The bucket's own failures (and unexpected ones) are the request's, once all have run.
+          if (!s3 || s3.code === 'NoSuchBucket' || s3.code === 'AccessDenied') return { key, fatal: err };
+          return { key, error: { Key: key, Code: s3.code, Message: s3.message } };
+        }
+      }),
+    ),
+  );
+  const fatal = outcomes.find((o) => 'fatal' in o);
+  if (fatal) throw fatal.fatal;
+  const deleted = outcomes.filter((o) => !('error' in o)).map((o) => ({ Key: o.key }));
+  const errors = outcomes.flatMap((o) => ('error' in o && o.error ? [o.error] : []));
   sendXml(ctx, 200, 'DeleteResult', { ...(quiet ? {} : { Deleted: deleted }), Error: errors });
 }
 
