@@ -1,25 +1,31 @@
 // Activities that make IPFS Cluster match the holds in MongoDB (infra/db/holds.ts).
 //
 // This is the one place that argues why the holds machinery is race-free; the sync workflow
-// (workflows/holds.ts), the pin workflow, infra/hold-sync.ts and the README point here. Why no
-// hold is ever left unpinned, nor content pinned with no holder, although three kinds of
-// pinner pin (the sync workflow, the pin workflow, and whoever adds a record, inline:
-// infra/hold-sync.ts) and holds come and go at any time:
-// - Only the sync workflow's full round unpins, and after unpinning it reads the holds again
-//   and pins back if there are any. A hold inserted before that second read is seen by it; a
-//   hold inserted after it is pinned by its own pinner, which starts after the insert, so
-//   after the unpin. Either way Cluster's last word is a pin.
-// - Whoever pins for a record pins first and then checks that the record (or another holder)
-//   still holds the content; if not, it asks for a full round. A record removed after that
-//   check sends its own full-round signal, which runs after the pin. Either way an unpin
-//   follows a pin made for a record that is gone. (The sync workflow's round for an added
-//   record, `pinHeld`, checks first and pins after: it may, because it runs inside the
-//   content's workflow, so a removal's full round can only run after it.)
-// Every removal of a hold (delete, `failed`) signals a full round; every change is logged
-// before anything else is done for it (infra/hold-sync.ts), and the sweep checks the logged
-// content, repairing what a pinner or a signal that failed (a process dying, Cluster or
-// Temporal down) left behind. None of this names a kind of holder: a new kind registers itself
-// in infra/db/index.ts and announces its changes with `announceHoldChange`.
+// (workflows/holds.ts), the pin workflow, infra/hold-sync.ts and the README point here. Every
+// API process and worker pins and unpins inline (infra/hold-sync.ts), the sync workflow and the
+// pin workflow pin too, and holds come and go at any time. Three rules:
+// 1. Every pin or unpin is followed by a read of the holds, made once Cluster has answered, that
+//    agrees with it: a pin by a read that finds a holder, an unpin by one that finds none.
+//    Until one agrees, the round goes on (infra/hold-sync.ts `syncHolds`, `unpinIfUnheld`).
+// 2. Every record's insert is followed by a pin that starts after it, and every removal (delete,
+//    `failed`) by a round that starts after it. A removal's round may do nothing when another
+//    record holds the content; an IPNS name's insert may, when a record of another kind does.
+// 3. Every change is logged before anything else is done for it, and the sweep (below) checks
+//    the logged content, repairing what a round that failed (a process dying, Cluster or
+//    Temporal down) left behind.
+// Then Cluster's last operation on the content is the right one, whatever the interleaving.
+// Say it is a pin, confirmed by a read that found a holder: if no record holds the content in
+// the end, the last removal's round started when none was left, found none and unpinned, after
+// that pin (whose read found a holder, so came before the last removal): a later operation,
+// which cannot be. Say it is an unpin, confirmed by a read that found none: a record holding
+// the content in the end was inserted after that read, and its pin (or that of the record of
+// another kind it saw) came after the unpin: again a later operation.
+// This needs Cluster to apply an operation made after another one's answer after it: one peer
+// does, as does raft. With CRDT consensus and the two on different peers, a pin that peer has
+// not heard of yet survives the unpin (a CRDT's add wins): content pinned that nobody holds, a
+// waste the sweep finds (it looks at changed content again for HOLD_CHANGE_RECHECK_MS).
+// None of this names a kind of holder: a new kind registers itself in infra/db/index.ts and
+// announces its changes with `announceHoldChange`.
 import pLimit from 'p-limit';
 import { tryParseCid } from '../infra/cid.js';
 import {
@@ -30,7 +36,7 @@ import {
   HOLD_CHANGE_SETTLE_MS,
   PROCESS_FORGET_AFTER_MS,
 } from '../infra/constants.js';
-import { createClusterPinner, PIN_METADATA } from '../infra/hold-sync.js';
+import { createClusterPinner, PIN_METADATA, syncHolds, unpinIfUnheld, type SyncDeps } from '../infra/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { SweepHolds } from '../infra/temporal/contracts/sweep.js';
 import { createCountCheck } from './counts.js';
@@ -39,6 +45,7 @@ import type { ActivityDeps } from './deps.js';
 export function createHoldActivities(deps: ActivityDeps) {
   const { db, cluster, jobs, kubo } = deps;
   const pin = createClusterPinner(deps);
+  const inline: SyncDeps = { db, cluster, pin };
   const limit = pLimit(16);
 
   /** Asks for a sync when Cluster's pin (this service's) and the holds disagree. A sync
@@ -76,28 +83,21 @@ export function createHoldActivities(deps: ActivityDeps) {
   return {
     /** Full round of the sync workflow: pin when anyone holds the content, unpin when nobody does. */
     async syncCid(input: { multihash: string; cid: string }): Promise<'pinned' | 'unpinned'> {
-      let holds = await db.holds.of(input.multihash);
-      if (holds.holders.length === 0) {
-        await cluster.unpin(input.cid);
-        // A hold that came between the read and the unpin must not stay unpinned.
-        holds = await db.holds.of(input.multihash);
-        if (holds.holders.length === 0) return 'unpinned';
-      }
-      await pin(holds.cid ?? input.cid, holds.origins);
-      return 'pinned';
+      return syncHolds(inline, input.multihash, input.cid);
     },
 
-    /** Round for added records: pins the content if one of them still holds it. A record that
-     * is already gone sent a full-round signal of its own. */
-    async pinHeld(input: { multihash: string; cid: string; refs: HolderRef[] }): Promise<'pinned' | 'no holder'> {
+    /** Round for added records: pins for the first of them that still holds the content, and
+     * confirms it. When none does (an inline pin made for one may have failed only in its
+     * answer), or it went meanwhile, unpins unless another record holds the content. */
+    async pinHeld(input: { multihash: string; cid: string; refs: HolderRef[] }): Promise<void> {
       for (const ref of input.refs) {
         const held = await db.holds.holds(ref);
-        if (held) {
-          await pin(held.cid, held.origins);
-          return 'pinned';
-        }
+        if (!held) continue;
+        await pin(held.cid, held.origins);
+        if (await db.holds.holds(ref)) return;
+        break;
       }
-      return 'no holder';
+      await unpinIfUnheld(inline, input.multihash, input.cid);
     },
 
     /**

@@ -48,8 +48,8 @@ export function createPinActivities(deps: ActivityDeps) {
 
   /**
    * Asks Cluster to pin, then checks that the request still holds the content; if it was
-   * deleted or failed meanwhile, the sync workflow is asked for a full round, which unpins it
-   * unless someone else holds it (activities/holds.ts). Throws when Cluster is unreachable.
+   * deleted or failed meanwhile, the content is unpinned unless someone else holds it
+   * (infra/hold-sync.ts, activities/holds.ts). Throws when Cluster is unreachable.
    */
   async function requestClusterPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<'requested' | 'gone'> {
     // Logged first, as every hold's change is (infra/hold-sync.ts): the sweep then checks this

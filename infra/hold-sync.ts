@@ -3,15 +3,17 @@
 // Cluster or Temporal down), the next sweep round (activities/holds.ts) checks that content
 // and asks for the sync it needs.
 //
-// Two ways to make it good:
-// - A record that was added (`added`), announced by a process that has Cluster at hand (the
-//   API, a worker), is pinned inline: Cluster is asked to pin, then the record is read again,
-//   and if it is gone already the content's sync workflow gets a full round. That is the rule
-//   every pinner follows (activities/holds.ts argues why it is race-free), and it spares an
-//   upload a workflow round trip: Temporal ran about 22 empty workflows/s on the two-core
-//   machine the bench runs on, so one workflow per small upload capped uploads there.
-// - Anything else (a removal, or an added record when Cluster fails) signals the content's
-//   sync workflow (infra/temporal/contracts/holds.ts), as before.
+// A process that has Cluster at hand (the API, a worker) makes it good inline:
+// - a record that was added (`added`) is pinned, then the record is read again, and if it is
+//   gone already a full round follows;
+// - a removal is nothing to do while another record holds the content; otherwise the content is
+//   unpinned, and the holds read again (pinned back by a full round if a record came meanwhile).
+// Every pin and unpin is confirmed by a read after it: that is the rule that makes the rounds of
+// every process race-free together (activities/holds.ts argues it). Inline, an upload and a
+// delete each spare a workflow: Temporal ran about 22 empty workflows/s on the two-core machine
+// the bench runs on, and a delete's sync workflow cost Temporal 14.5 ms of CPU.
+// When Cluster or MongoDB fails, the change goes to the content's sync workflow
+// (infra/temporal/contracts/holds.ts), which retries.
 import type { ClusterClient } from './cluster.js';
 import { REPLICATION_WAIT_MS } from './constants.js';
 import type { Config } from './config.js';
@@ -83,9 +85,36 @@ async function awaitReplicas(cluster: ClusterClient, cid: string, needed: number
 export interface HoldSyncDeps {
   db: Pick<Database, 'holdChanges' | 'holds'>;
   jobs: Jobs;
-  /** With these, an added record is pinned inline rather than through its sync workflow. */
+  /** With these, the change is made good inline rather than through its sync workflow. */
   cluster?: ClusterClient;
   config?: Pick<Config, 'cluster'>;
+}
+
+/** What a round inline needs: the holds, Cluster, and how this service pins. */
+export interface SyncDeps {
+  db: Pick<Database, 'holds'>;
+  cluster: ClusterClient;
+  pin: ClusterPinner;
+}
+
+/** Rounds a full sync goes before it gives up (its caller retries): a round goes again only when
+ * the holds changed between its own pin or unpin and the read after it. */
+const SYNC_ROUNDS = 5;
+
+/**
+ * A full round: pins when any record holds the content, unpins when none does, then reads the
+ * holds again and goes again while they disagree with what it did. The only way content leaves
+ * Cluster's pin set.
+ */
+export async function syncHolds(deps: SyncDeps, multihash: string, cid: string): Promise<'pinned' | 'unpinned'> {
+  for (let round = 1; ; round++) {
+    const holds = await deps.db.holds.of(multihash);
+    const held = holds.holders.length > 0;
+    if (held) await deps.pin(holds.cid ?? cid, holds.origins);
+    else await deps.cluster.unpin(cid);
+    if ((await deps.db.holds.isHeld(multihash)) === held) return held ? 'pinned' : 'unpinned';
+    if (round === SYNC_ROUNDS) throw new Error(`the holds of ${cid} changed through ${SYNC_ROUNDS} rounds`);
+  }
 }
 
 export async function announceHoldChange(
@@ -98,7 +127,16 @@ export async function announceHoldChange(
   // `logged`: the caller appended it before writing the record (api/usecases/uploads.ts).
   if (!options.logged) await deps.db.holdChanges.append(multihash, cid);
   const { cluster, config } = deps;
-  if (added && cluster && config && (await pinAdded(deps, createClusterPinner({ cluster, config }), multihash, cid, added))) return;
+  if (cluster && config) {
+    const inline: SyncDeps = { db: deps.db, cluster, pin: createClusterPinner({ cluster, config }) };
+    try {
+      if (added) await pinAdded(deps, inline, multihash, cid, added);
+      else await unpinIfUnheld(inline, multihash, cid);
+      return;
+    } catch {
+      // Cluster or MongoDB failed: the sync workflow retries.
+    }
+  }
   try {
     await requestSync(deps.jobs, multihash, cid, added);
   } catch {
@@ -111,37 +149,46 @@ export async function announceHoldChange(
 
 /**
  * Pins content for a record that was just added, then checks that the record still holds it:
- * if it was removed meanwhile, its removal's full round may have run before this pin, so a
- * full round is asked for again (it unpins unless someone else holds the content). False when
- * Cluster or the read failed: the caller falls back to the sync workflow, which retries.
+ * if it was removed meanwhile, its removal's round may have run before this pin, so the content
+ * is unpinned unless someone else holds it.
  */
-async function pinAdded(deps: HoldSyncDeps, pin: ClusterPinner, multihash: string, cid: string, added: HolderRef): Promise<boolean> {
-  let held;
-  try {
-    await pin(cid, [], { here: true });
-    held = await deps.db.holds.holds(added);
-  } catch {
-    return false;
+async function pinAdded(deps: HoldSyncDeps, inline: SyncDeps, multihash: string, cid: string, added: HolderRef): Promise<void> {
+  await inline.pin(cid, [], { here: true });
+  const held = await deps.db.holds.holds(added);
+  if (!held) {
+    await unpinIfUnheld(inline, multihash, cid);
+    return;
   }
   // Answered once the replication minimum holds it (a single peer: at once, it added the
   // content), or REPLICATION_WAIT_MS has passed: Cluster goes on replicating either way.
   const needed = deps.config!.cluster.replicationMin;
-  if (held && needed > 1) await awaitReplicas(deps.cluster!, cid, needed);
-  // Temporal unreachable: the logged change is the sweep's (as in announceHoldChange).
-  if (!held) await requestSync(deps.jobs, multihash, cid).catch(() => undefined);
+  if (needed > 1) await awaitReplicas(inline.cluster, cid, needed);
   // A kind with origins (none today: pin requests pin through their own workflow) gets them.
-  else if (held.origins.length > 0) await requestSync(deps.jobs, multihash, cid, added).catch(() => undefined);
-  return true;
+  if (held.origins.length > 0) await requestSync(deps.jobs, multihash, cid, added).catch(() => undefined);
+}
+
+/**
+ * After a record that held the content went, or a pin was made for one that is gone: nothing to
+ * do while another record holds the content (that read confirms any pin made before it, and the
+ * record's own removal will have its round); otherwise unpinned, and if a record came between
+ * the read and the unpin, pinned back by a full round.
+ */
+export async function unpinIfUnheld(inline: SyncDeps, multihash: string, cid: string): Promise<void> {
+  if (await inline.db.holds.isHeld(multihash)) return;
+  await inline.cluster.unpin(cid);
+  if (await inline.db.holds.isHeld(multihash)) await syncHolds(inline, multihash, cid);
 }
 
 /**
  * For a holder kind with no origins (an IPNS name): announces the change only when it can
- * change Cluster's pin, that is when no other record holds the content. Called after the change
- * is written, so it is race-free by the order of writes and reads: of two records leaving the
- * same content at once, each removes itself before it looks, so the later look sees neither and
- * announces; a record added beside another one is seen by that one's later removal round,
- * which then keeps the pin. Saves a sync workflow round per publish where the old and new
- * targets are held otherwise (by their uploads), as they usually are.
+ * change Cluster's pin. Called after the change is written:
+ * - a removal, when no other record holds the content: of two records leaving the same content
+ *   at once, each removes itself before it looks, so the later look sees neither and announces;
+ * - an addition, when no record of another kind holds it: those always have their pin made after
+ *   their insert. Another record of this kind does not count: two names given the same target
+ *   at once would each see the other and neither would pin.
+ * Saves a round per publish where the old and new targets are held otherwise (by their uploads),
+ * as they usually are.
  */
 export async function announceHoldChangeIfAlone(
   deps: HoldSyncDeps,
@@ -150,6 +197,6 @@ export async function announceHoldChangeIfAlone(
   self: HolderRef,
   change: 'added' | 'removed',
 ): Promise<void> {
-  if (await deps.db.holds.heldByOthers(multihash, self)) return;
+  if (await deps.db.holds.heldByOthers(multihash, self, { otherKinds: change === 'added' })) return;
   await announceHoldChange(deps, multihash, cid, change === 'added' ? self : undefined);
 }

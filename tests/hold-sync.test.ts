@@ -1,7 +1,8 @@
-// An added hold is pinned inline (infra/hold-sync.ts): an upload is in Cluster's pin set when
-// it is answered and starts no workflow; a record gone by the time its pin lands gets a full
-// round that unpins it; with Cluster unreachable the change falls back to its sync workflow;
-// the change log's appends share writes and each is stored when its caller goes on.
+// Holds are made good in Cluster inline (infra/hold-sync.ts): an upload is in Cluster's pin set
+// when it is answered and starts no workflow; a delete is out of it when answered, or stays in
+// it while another record holds the content, also without a workflow; a record gone by the time
+// its pin lands is unpinned by its pinner; with Cluster unreachable the change falls back to its
+// sync workflow; the change log's appends share writes and each is stored when its caller goes on.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
@@ -46,15 +47,36 @@ test('an upload is in Cluster when it is answered, without a sync workflow; its 
   expect(await api.deps.db.holdChanges.model.countDocuments({ multihash: parseCid(res.body.cid).multihash })).toBe(1);
 });
 
-test('a record gone by the time its pin lands is unpinned by the full round its pinner asks for', async () => {
+test('a delete leaves Cluster when answered, without a sync workflow, unless another record holds the content', async () => {
+  const content = `deleted inline ${Date.now()} ${Math.random()}`;
+  const first = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, name: 'a.txt' } });
+  const second = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content, name: 'b.txt' } });
+  expect([second.body.cid, second.body.id === first.body.id]).toEqual([first.body.cid, false]);
+  const cid = first.body.cid as string;
+
+  expect((await call(api, 'DELETE', `/files/${first.body.id}`, { key: user.apiKey })).status).toBe(200);
+  expect(await inPinSet(cid)).toBe(true);
+  expect((await call(api, 'DELETE', `/files/${second.body.id}`, { key: user.apiKey })).status).toBe(200);
+  expect(await inPinSet(cid)).toBe(false);
+  expect(await syncWorkflowStatus(cid)).toBe('NONE');
+  // Both changes logged, for the sweep.
+  expect(await api.deps.db.holdChanges.model.countDocuments({ multihash: parseCid(cid).multihash })).toBe(4);
+});
+
+test('a record gone by the time its pin lands is unpinned by its pinner, unless another record holds the content', async () => {
   const cid = parseCid(
     (await kubo().add(`gone ${Date.now()} ${Math.random()}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString(),
   );
   // An added record that no longer exists: as if deleted right after its write, before the pin.
   await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: newFileId() });
-  expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
-  await syncRoundsDone(api.deps.temporal.client, cid.v1);
   expect(await inPinSet(cid.v1)).toBe(false);
+  expect(await syncWorkflowStatus(cid.v1)).toBe('NONE');
+
+  // The same, for content an upload holds: its pin stays.
+  const held = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `held ${Date.now()} ${Math.random()}` } });
+  const heldCid = parseCid(held.body.cid);
+  await announceHoldChange(api.deps, heldCid.multihash, heldCid.v1, { kind: 'file', key: newFileId() });
+  expect(await inPinSet(heldCid.v1)).toBe(true);
 });
 
 test('with Cluster unreachable, an added hold goes to its sync workflow, which pins it', async () => {

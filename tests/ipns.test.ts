@@ -167,6 +167,18 @@ test('a target only the name holds is pinned in Cluster for it, and unpinned whe
   );
 }, 60_000);
 
+test('a name given a target another name holds pins it: two names published to one target at once each see the other', async () => {
+  const user = await createUser(api, 'karma');
+  const [a, b] = [(await newName(user, 'twin-a')).body.ipnsName as string, (await newName(user, 'twin-b')).body.ipnsName as string];
+  const target = parseCid((await kubo().add(`two names ${a}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
+  // Name A's publish has written its record and not yet looked at who else holds the target:
+  // it will find B's record, as B's finds A's.
+  await api.deps.db.ipnsNames.advance(a, user.userId, { cid: target.v1, multihash: target.multihash }, Date.now());
+  expect((await publish(user, b, target.v1)).status).toBe(200);
+  await syncRoundsDone(api.deps.temporal.client, target.v1);
+  expect((await cluster().allocation(target.v1))?.metadata).toMatchObject({ service: 'stupa' });
+}, 60_000);
+
 test("a second Kubo node, connected to the stack's over loopback, resolves a published name at once, and sees the next publish", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-ipns-kubo2-'));
   const [apiPort, gateway, swarm] = (await freePorts(3)) as [number, number, number];

@@ -1,12 +1,14 @@
 // Makes IPFS Cluster match the holds on one piece of content (contract:
 // infra/temporal/contracts/holds.ts, one execution per `sync:<multihash>`).
 //
-// Temporal runs at most one execution per workflow ID, so rounds never overlap. A round reads
-// the holds fresh; a signal that arrives during a round forces another one, and a signal that
-// arrives as the workflow completes makes Temporal refuse the completion and replay with it,
-// so the last round always sees the last change. A signal naming an added record only needs
-// that record checked and the content pinned; any other signal gets a full round, the only
-// one that unpins. Why that is race-free: activities/holds.ts.
+// Temporal runs at most one execution per workflow ID, so its rounds never overlap one another.
+// A round reads the holds fresh; a signal that arrives during a round forces another one, and a
+// signal that arrives as the workflow completes makes Temporal refuse the completion and replay
+// with it, so the last round always sees the last change. A signal naming an added record only
+// needs that record checked and the content pinned (or unpinned, if it is gone and nothing else
+// holds it); any other signal gets a full round. The same rounds run inline in the process that
+// made the change (infra/hold-sync.ts), overlapping these; this workflow is where a change goes
+// when that fails. Why all of them together are race-free: activities/holds.ts.
 import { continueAsNew, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { CHANGED_SIGNAL, type HolderRef, type SyncChange, type SyncWorkflow } from '../infra/temporal/contracts/holds.js';

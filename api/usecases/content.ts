@@ -189,9 +189,9 @@ export async function reserveHolding(
 
 /**
  * After a record that holds content changed: logged, then Cluster is made to match
- * (infra/hold-sync.ts). `added`: the change was only this record's insert or update; with
- * `cluster` and `config` in `deps` (the API's components have them) it is pinned inline,
- * otherwise, and for any other change, through the content's sync workflow.
+ * (infra/hold-sync.ts). `added`: the change was only this record's insert or update. With
+ * `cluster` and `config` in `deps` (the API's components have them) it is made good inline,
+ * otherwise through the content's sync workflow.
  */
 export async function holdsChanged(
   deps: { db: Database; jobs: Jobs; cluster?: ClusterClient; config?: Pick<Config, 'cluster'> },

@@ -106,8 +106,8 @@ export async function contentPeers(deps: Pick<UseCaseDeps, 'cluster'>, cid: Pars
 }
 
 /**
- * Removes the caller's pin request and file record of the content, which were its holds; the
- * sync workflow unpins it from Cluster if nobody else holds it. With several files of the
+ * Removes the caller's pin request and file record of the content, which were its holds; it
+ * leaves Cluster if nobody else holds it (infra/hold-sync.ts). With several files of the
  * content it is 409 naming them, and nothing is removed (DELETE /files/:fileId removes one).
  * Each record a delete actually removed releases its hold (infra/db/usage.ts): the content
  * leaves the user's storage count with the last of them, and a concurrent delete of the same

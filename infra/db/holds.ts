@@ -4,9 +4,8 @@
 // names a kind. There is no separate hold document or counter to keep in step.
 //
 // Why derived: every change is then the insert or delete (or status change) of the record
-// itself, followed by `requestSync` (infra/temporal/contracts/holds.ts); the sync workflow
-// reads the holds fresh and makes IPFS Cluster match (activities/holds.ts has the argument
-// that this is race-free). A counter or holder array in one document cannot work on FerretDB
+// itself, followed by a round that reads the holds fresh and makes IPFS Cluster match
+// (infra/hold-sync.ts; activities/holds.ts has the argument that this is race-free). A counter or holder array in one document cannot work on FerretDB
 // 1.24: its updates are a read followed by a write with no lock between them, so concurrent
 // `$inc`, `$addToSet` or `$pull` lose changes (measured here: 200 concurrent `$inc` counted 13).
 import type { Model } from 'mongoose';
@@ -147,13 +146,23 @@ export function createHolds(kinds: HolderKind[]) {
     },
 
     /**
-     * Whether any record but `self` holds the content. The kinds are asked one after another,
-     * each for one record, files first, until one has it: one small read when the content is an
-     * upload (an IPNS name's target mostly is), where `of` reads every holder of every kind.
+     * Whether any record but `self` holds the content (with `otherKinds`, any record of another
+     * kind than `self`'s). The kinds are asked one after another, each for one record, files
+     * first, until one has it: one small read when the content is an upload (an IPNS name's
+     * target mostly is), where `of` reads every holder of every kind.
      */
-    async heldByOthers(multihash: string, self: HolderRef): Promise<boolean> {
-      for (const k of likelyFirst) if (await k.heldByOther(multihash, k.kind === self.kind ? self.key : undefined)) return true;
+    async heldByOthers(multihash: string, self: HolderRef, options: { otherKinds?: boolean } = {}): Promise<boolean> {
+      for (const k of likelyFirst) {
+        if (k.kind === self.kind && options.otherKinds) continue;
+        if (await k.heldByOther(multihash, k.kind === self.kind ? self.key : undefined)) return true;
+      }
       return false;
+    },
+
+    /** Whether any record holds the content: one record read at most per kind, the kinds at once
+     * (what a sync round confirms after its pin or unpin, activities/holds.ts). */
+    async isHeld(multihash: string): Promise<boolean> {
+      return (await Promise.all(kinds.map((k) => k.heldByOther(multihash)))).some(Boolean);
     },
 
     /** Which of these multihashes any record holds. */
