@@ -217,6 +217,9 @@ export const COUNT_SECOND_LOOK_MS = 2_000;
 export const COUNT_CHECK_PAGE = 200;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
+/** Rows per multihash a batched "does any record hold it" read takes (infra/db/holds.ts): content
+ * held by more records than that may fill the batch, and what it left out is asked one by one. */
+export const HELD_ROWS_PER_MULTIHASH = 4;
 
 /** GET /analytics (api/usecases/analytics.ts): the default period, in UTC days up to today, and
  * the longest one (a year of day documents, infra/db/activity.ts, is the most one request reads). */

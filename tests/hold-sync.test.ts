@@ -97,6 +97,41 @@ test('with Cluster unreachable, an added hold goes to its sync workflow, which p
   expect(await inPinSet(cid.v1)).toBe(true);
 });
 
+test('reads of whether anything holds content, asked together, are one query, and content held by many records does not hide the rest', async () => {
+  const owner = await createUser(api);
+  const upload = (content: string, name: string) =>
+    call(api, 'POST', '/upload/new', { key: owner.apiKey, body: { content, name } }).then((r) => parseCid(r.body.cid));
+  const tag = `${Date.now()} ${Math.random()}`;
+  // Held by 13 files: more than the batch of three takes rows (HELD_ROWS_PER_MULTIHASH each).
+  const popular = await upload(`popular ${tag}`, 'p0.txt');
+  for (let i = 1; i < 13; i++) await upload(`popular ${tag}`, `p${i}.txt`);
+  const single = await upload(`single ${tag}`, 's.txt');
+  const unheld = parseCid((await kubo().add(`unheld ${tag}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString());
+
+  const model = api.deps.db.files.model;
+  const finds: number[] = [];
+  const exists: string[] = [];
+  const [find, exist] = [model.find, model.exists];
+  model.find = ((filter: { multihash?: { $in?: string[] } }, ...rest: unknown[]) => {
+    if (filter?.multihash?.$in) finds.push(filter.multihash.$in.length);
+    return (find as (...args: unknown[]) => unknown).call(model, filter, ...rest);
+  }) as typeof model.find;
+  model.exists = ((filter: { multihash: string }) => {
+    exists.push(filter.multihash);
+    return (exist as (...args: unknown[]) => unknown).call(model, filter);
+  }) as typeof model.exists;
+  try {
+    const held = await Promise.all([popular, single, unheld].map((c) => api.deps.db.holds.isHeld(c.multihash)));
+    expect(held).toEqual([true, true, false]);
+  } finally {
+    [model.find, model.exists] = [find, exist];
+  }
+  expect(finds).toEqual([3]);
+  // The 12 rows the query took may all be the popular content's: the others were asked alone.
+  expect(exists).toContain(unheld.multihash);
+  expect(exists).not.toContain(popular.multihash);
+});
+
 test('concurrent appends to the change log share writes, and each is stored once its append resolves', async () => {
   const model = api.deps.db.holdChanges.model;
   const tag = `group-${Date.now()}`;

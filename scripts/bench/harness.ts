@@ -3,6 +3,7 @@
 // made with the admin CLI. Everything started here is stopped, and the directory removed, on
 // every path (also Ctrl-C); a failure prints the last lines of the API's and worker's logs.
 import crypto from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -73,6 +74,9 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
   const dataDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'stupa-bench-'));
   const logDir = path.join(dataDir, 'logs');
   const abort = new AbortController();
+  // Every request of the run shares this signal, and Node's fetch keeps its listener on it
+  // until the request is collected: thousands at once are expected, not a leak to warn of.
+  setMaxListeners(0, abort.signal);
   // Stops of what was started, newest last; run in reverse, each once, before the stack.
   const stops: Array<() => Promise<void>> = [];
   const track = (stop: () => Promise<void>) => void stops.push(stop);
