@@ -81,6 +81,9 @@ export const S3_MAX_OBJECT_BYTES = 5 * 1024 ** 3;
  * storage count, the hold change and Cluster's unpin), so one after another 1,000 keys took 37 s,
  * close to the aws CLI's 60 s read timeout. */
 export const S3_DELETE_CONCURRENCY = 16;
+/** A bucket's delete mark older than this is a delete that died between marking the bucket and
+ * deleting it (two MongoDB operations apart): writes stop waiting for it (api/usecases/s3/buckets.ts). */
+export const S3_BUCKET_DELETE_MARK_MS = 60_000;
 /** Keys listed per page at most (S3's max-keys). */
 export const S3_MAX_KEYS = 1000;
 

@@ -291,3 +291,26 @@ test('abandoned uploads are aborted by the cleanup; deleting a bucket aborts its
   expect(await t.api.deps.db.multipart.get(open!)).toBeNull();
   expect(await used()).toBe(before);
 });
+
+test('a completion whose bucket is deleted as it records the object takes the object back: NoSuchBucket, the parts and their storage gone', async () => {
+  const other = bucketName('mpu-gone');
+  await t.s3.send(new CreateBucketCommand({ Bucket: other }));
+  const before = await used();
+  const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket: other, Key: 'k' }));
+  const { ETag } = await t.s3.send(
+    new UploadPartCommand({ Bucket: other, Key: 'k', UploadId, PartNumber: 1, Body: crypto.randomBytes(1000) }),
+  );
+  expect(await used()).toBe(before + 1000);
+  // A DeleteBucket that checked the bucket empty, marked it and is about to delete it: the
+  // completion's object lands after that check.
+  const mark = Date.now();
+  expect(await t.api.deps.db.buckets.markDeleting(other, t.user.userId, mark)).toBe(true);
+  setTimeout(() => void t.api.deps.db.buckets.delete(other, t.user.userId), 1_000);
+  const completion = t.s3.send(
+    new CompleteMultipartUploadCommand({ Bucket: other, Key: 'k', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag }] } }),
+  );
+  expect(await s3Failure(completion)).toMatchObject({ code: 'NoSuchBucket', status: 404 });
+  expect(await t.api.deps.db.objects.get(other, 'k')).toBeNull();
+  expect(await t.api.deps.db.multipart.listParts(UploadId!, 0, 10)).toEqual([]);
+  expect(await used()).toBe(before);
+});

@@ -4,6 +4,7 @@
 // signature and checksum failures. Outcomes are read back: bytes, CIDs, MongoDB, Cluster.
 import crypto from 'node:crypto';
 import http from 'node:http';
+import { PassThrough } from 'node:stream';
 import {
   CompleteMultipartUploadCommand,
   CopyObjectCommand,
@@ -151,6 +152,43 @@ describe('buckets', () => {
     await s3.send(new DeleteBucketCommand({ Bucket: name }));
     expect(await s3Failure(s3.send(new HeadBucketCommand({ Bucket: name })))).toMatchObject({ status: 404 });
     expect(await api.deps.db.buckets.get(name)).toBeNull();
+  });
+
+  test('a bucket deleted while an object’s body comes keeps no object: the PUT is NoSuchBucket, the name’s next owner finds nothing, the storage is given back', async () => {
+    // A user of its own (the nirvana plan's request rate) leaves alice's for the tests after.
+    const carol = await createUser(api, 'nirvana');
+    const client = s3Client(api, carol);
+    const name = await newBucket(client, 'racing');
+    const before = await used(carol);
+    const data = crypto.randomBytes(300_000);
+    const body = new PassThrough();
+    body.write(data.subarray(0, 100_000));
+    const put = s3Failure(client.send(new PutObjectCommand({ Bucket: name, Key: 'late', Body: body, ContentLength: data.length })));
+    // The PUT has found its bucket and is reading the body when the bucket goes, empty.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await client.send(new DeleteBucketCommand({ Bucket: name }));
+    await bobS3.send(new CreateBucketCommand({ Bucket: name }));
+    body.end(data.subarray(100_000));
+    expect(await put).toMatchObject({ code: 'NoSuchBucket', status: 404 });
+    expect((await bobS3.send(new ListObjectsV2Command({ Bucket: name }))).KeyCount).toBe(0);
+    expect(await api.deps.db.objects.get(name, 'late')).toBeNull();
+    expect(await used(carol)).toBe(before);
+  });
+
+  test('an object written while DeleteBucket decides waits for it: kept when the bucket stays', async () => {
+    const carol = await createUser(api, 'nirvana');
+    const client = s3Client(api, carol);
+    const name = await newBucket(client, 'marked');
+    const mark = Date.now();
+    // A delete between its mark and its decision (buckets.ts deleteBucket), which then finds the
+    // bucket not empty and takes its mark back.
+    expect(await api.deps.db.buckets.markDeleting(name, carol.userId, mark)).toBe(true);
+    const started = Date.now();
+    const put = client.send(new PutObjectCommand({ Bucket: name, Key: 'k', Body: 'kept' }));
+    setTimeout(() => void api.deps.db.buckets.unmarkDeleting(name, mark), 500);
+    await put;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    expect(await text(await client.send(new GetObjectCommand({ Bucket: name, Key: 'k' })))).toBe('kept');
   });
 
   test('Object Lock: a bucket asked for with it is refused; the calls answer as in a bucket made without it', async () => {
@@ -591,6 +629,40 @@ describe('objects', () => {
     // The key is read from its record each time, so new bytes are never answered with the old.
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept.bin', Body: second }));
     expect(await read()).toEqual(second);
+  });
+
+  test('a read of an object of the caller’s does not read its bucket; another account’s record under the name is NoSuchKey', async () => {
+    const client = s3Client(api, await createUser(api, 'nirvana'));
+    const bucket = await newBucket(client, 'reads');
+    await client.send(new PutObjectCommand({ Bucket: bucket, Key: 'own.txt', Body: 'own' }));
+    const model = api.deps.db.buckets.model;
+    let bucketReads = 0;
+    const find = model.find;
+    model.find = ((...args: unknown[]) => {
+      bucketReads++;
+      return (find as (...a: unknown[]) => unknown).apply(model, args);
+    }) as typeof model.find;
+    try {
+      expect(await text(await client.send(new GetObjectCommand({ Bucket: bucket, Key: 'own.txt' })))).toBe('own');
+      expect(bucketReads).toBe(0);
+      expect(await s3Failure(client.send(new GetObjectCommand({ Bucket: bucket, Key: 'none.txt' })))).toMatchObject({ code: 'NoSuchKey' });
+      expect(bucketReads).toBe(1);
+    } finally {
+      model.find = find;
+    }
+    // As a bucket deleted under a racing write left them before writes looked at their bucket.
+    const own = (await api.deps.db.objects.get(bucket, 'own.txt'))!;
+    await api.deps.db.objects.model.collection.insertOne({
+      ...own,
+      _id: `${bucket}/left.txt`,
+      key: 'left.txt',
+      userId: bob.userId,
+    } as never);
+    expect(await s3Failure(client.send(new GetObjectCommand({ Bucket: bucket, Key: 'left.txt' })))).toMatchObject({
+      code: 'NoSuchKey',
+      status: 404,
+    });
+    await api.deps.db.objects.model.collection.deleteOne({ _id: `${bucket}/left.txt` } as never);
   });
 });
 

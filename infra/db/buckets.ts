@@ -13,6 +13,8 @@ export interface BucketRecord {
   /** The top-level folder that backs it (its snapshots are the bucket's directory CIDs). */
   folderId: string;
   createdAt: number;
+  /** Set by DeleteBucket between its last emptiness check and the delete (api/usecases/s3/buckets.ts). */
+  deletingSince?: number;
 }
 
 const schema = new Schema<BucketRecord>(
@@ -21,6 +23,7 @@ const schema = new Schema<BucketRecord>(
     userId: { type: String, required: true },
     folderId: { type: String, required: true },
     createdAt: { type: Number, required: true },
+    deletingSince: { type: Number },
   },
   { versionKey: false },
 );
@@ -53,6 +56,16 @@ export function createBucketStore(conn: Connection) {
 
     /** The bucket backed by this folder, if any (a folder's REST delete must not orphan one). */
     byFolder: (userId: string, folderId: string) => Buckets.findOne({ userId, folderId }).lean<BucketRecord>().exec(),
+
+    /** Marks the user's bucket as being deleted (false: it is not there); `unmarkDeleting` takes
+     * back that mark only. */
+    async markDeleting(name: string, userId: string, at: number): Promise<boolean> {
+      return (await Buckets.updateOne({ _id: name, userId }, { $set: { deletingSince: at } }).exec()).matchedCount === 1;
+    },
+
+    async unmarkDeleting(name: string, at: number): Promise<void> {
+      await Buckets.updateOne({ _id: name, deletingSince: at }, { $unset: { deletingSince: 1 } }).exec();
+    },
 
     async delete(name: string, userId: string): Promise<boolean> {
       return (await Buckets.deleteOne({ _id: name, userId }).exec()).deletedCount === 1;

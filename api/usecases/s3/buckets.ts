@@ -3,7 +3,7 @@
 // bucket's; its snapshots are the bucket's directory CIDs, served by the gateway under
 // `/folders/<bucket>`). Objects are not the folder's files: a flat key space (objects.ts).
 import type { BucketRecord } from '../../../infra/db/buckets.js';
-import { S3_BUCKETS_MAX } from '../../../infra/constants.js';
+import { RECORD_COMPLETION_MS, S3_BUCKET_DELETE_MARK_MS, S3_BUCKETS_MAX } from '../../../infra/constants.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { Conflict, Forbidden, InvalidInput, LimitReached, NotFound, StupaError } from '../errors.js';
 import { createFolder, deleteFolder } from '../folders.js';
@@ -40,6 +40,23 @@ export async function ownBucket(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, n
   if (!bucket) throw noSuchBucket();
   if (bucket.userId !== caller.user._id) throw new Forbidden('ACCESS_DENIED', 'the bucket belongs to another account');
   return bucket;
+}
+
+/**
+ * After an object's write: whether its bucket is still there and the writer's. While the bucket
+ * is marked by a DeleteBucket that has yet to decide (two operations apart), waits for the
+ * decision; a mark that stays past RECORD_COMPLETION_MS (S3_BUCKET_DELETE_MARK_MS at most) is a
+ * delete that died, and the bucket stays.
+ */
+export async function bucketTakes(deps: Pick<UseCaseDeps, 'db'>, name: string, userId: string): Promise<boolean> {
+  const until = Date.now() + RECORD_COMPLETION_MS;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
+    const bucket = await deps.db.buckets.get(name);
+    if (!bucket || bucket.userId !== userId) return false;
+    const marked = bucket.deletingSince !== undefined && Date.now() - bucket.deletingSince < S3_BUCKET_DELETE_MARK_MS;
+    if (!marked || Date.now() + wait > until) return true;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }
 
 export async function createBucket(deps: BucketDeps, caller: Caller, name: string): Promise<BucketRecord> {
@@ -84,13 +101,24 @@ export const listBuckets = (deps: Pick<UseCaseDeps, 'db'>, caller: Caller) => de
  */
 export async function deleteBucket(deps: BucketDeps, caller: Caller, name: string): Promise<void> {
   const bucket = await ownBucket(deps, caller, name);
-  if (await deps.db.objects.any(bucket._id)) throw new Conflict('BUCKET_NOT_EMPTY', 'the bucket is not empty');
+  const notEmpty = () => new Conflict('BUCKET_NOT_EMPTY', 'the bucket is not empty');
+  if (await deps.db.objects.any(bucket._id)) throw notEmpty();
   for (
     let batch = await deps.db.multipart.openInBucket(bucket._id, 100);
     batch.length > 0;
     batch = await deps.db.multipart.openInBucket(bucket._id, 100)
   ) {
     for (const upload of batch) await abortUpload(deps, upload);
+  }
+  // Marked, checked empty again, deleted: an object written after that check finds the mark, or
+  // no bucket, when it looks after its write (`bucketTakes`), and takes itself back; so no object
+  // outlives its bucket, where the name's next owner would find it. One written before the check
+  // is seen by it.
+  const mark = Date.now();
+  if (!(await deps.db.buckets.markDeleting(bucket._id, bucket.userId, mark))) return;
+  if (await deps.db.objects.any(bucket._id)) {
+    await deps.db.buckets.unmarkDeleting(bucket._id, mark);
+    throw notEmpty();
   }
   if (!(await deps.db.buckets.delete(bucket._id, bucket.userId))) return;
   const snapshots = await deps.db.snapshots.list(bucket.folderId, { limit: 1 });

@@ -22,8 +22,8 @@ import { giveBack, reserveStorage } from '../content.js';
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { InvalidInput, NotFound, PreconditionFailed, TooLarge, Unavailable } from '../errors.js';
 import { beginUpload } from '../uploads.js';
-import { ownBucket } from './buckets.js';
-import { noSuchKey, objectKey, readBody, recordObject, type ObjectBody, type ObjectDetails } from './objects.js';
+import { bucketTakes, noSuchBucket, ownBucket } from './buckets.js';
+import { noSuchKey, objectKey, readBody, recordObject, removeObject, type ObjectBody, type ObjectDetails } from './objects.js';
 import { algorithmOf, checkExpected, objectChecksums, partChecksumsOf, type ExpectedChecksums } from './checksums.js';
 import { abortUpload, allParts, releaseParts } from './parts.js';
 
@@ -255,6 +255,7 @@ async function runCompletion(deps: MultipartDeps, upload: MultipartUploadRecord)
   for (let wait = 20; Date.now() < deadline; wait = Math.min(wait * 2, 500)) {
     const now = await deps.db.multipart.get(upload._id);
     if (now?.state === 'completed' && now.result) return now.result;
+    if (now?.state === 'completed' && now.conditionFailed === 'NoSuchBucket') throw noSuchBucket();
     // The job found the key's object not as the condition asked: the upload is open again.
     if (now?.state === 'open' && now.conditionFailed)
       throw now.conditionFailed === 'NoSuchKey' ? noSuchKey() : new PreconditionFailed(now.conditionFailed);
@@ -303,7 +304,9 @@ export async function assembleUpload(deps: MultipartDeps, uploadId: string, sign
 /**
  * Records the assembled object under its key and marks the upload completed with its answer.
  * With a condition that the key's object does not meet (checked in the record's write), the
- * upload is open again, its parts and their reservations kept, and the answer is null.
+ * upload is open again, its parts and their reservations kept, and the answer is null. When the
+ * bucket was deleted meanwhile (buckets.ts deleteBucket), the object is taken back and the upload
+ * ends completed with no object (answered NoSuchBucket), its parts dropped; the answer is null.
  */
 export async function commitUpload(deps: MultipartDeps, uploadId: string, assembled: AssembledFile): Promise<MultipartResult | null> {
   const { upload, parts: listed } = await completing(deps, uploadId);
@@ -340,8 +343,9 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
     reserved,
     condition,
   );
+  let record;
   try {
-    await recorded;
+    record = await recorded;
   } catch (err) {
     const failed =
       err instanceof PreconditionFailed ? err.condition : err instanceof NotFound && err.reason === 'NO_SUCH_KEY' ? 'NoSuchKey' : null;
@@ -351,6 +355,14 @@ export async function commitUpload(deps: MultipartDeps, uploadId: string, assemb
       condition: null,
       conditionFailed: failed,
     });
+    return null;
+  }
+  if (!(await bucketTakes(deps, upload.bucket, upload.userId))) {
+    // The object's hold took the listed parts' reservations; its removal gives them back, and
+    // the parts go as a completed upload's do.
+    await removeObject(deps, record, { ifMatch: [record.etag], modifiedAt: record.lastModified });
+    await deps.db.multipart.transition(uploadId, ['completing'], 'completed', { conditionFailed: 'NoSuchBucket' });
+    await releaseParts(deps, upload, upload.completedParts ?? []);
     return null;
   }
   const result: MultipartResult = { cid: assembled.cid, etag, size: assembled.size, checksums: { ...checksums } };

@@ -20,7 +20,7 @@ import { giveBack, holdsChanged, MB, quotaEvents, reserveHolding } from '../cont
 import type { Caller, UseCaseDeps } from '../deps.js';
 import { InvalidInput, LimitReached, NotFound, PreconditionFailed, TooLarge } from '../errors.js';
 import { beginUpload } from '../uploads.js';
-import { ownBucket } from './buckets.js';
+import { bucketTakes, noSuchBucket, ownBucket } from './buckets.js';
 
 export type { DeleteCondition, EtagCondition, ObjectRecord };
 type ObjectDeps = Pick<UseCaseDeps, 'db' | 'jobs' | 'kubo' | 'config'>;
@@ -224,6 +224,13 @@ export async function recordObject(
   }
   await holdsChanged(deps, cid, { kind: 'object', key: record._id }, { logged: true });
   if (replaced) await holdsChanged(deps, parseCid(replaced.cid), undefined, { logged: true });
+  // A bucket deleted while the body came (buckets.ts deleteBucket) keeps no object: this one is
+  // taken back, as a delete of exactly it. A multipart completion looks for itself (multipart.ts
+  // commitUpload), as its parts go with the object.
+  if (reserved === undefined && !(await bucketTakes(deps, content.bucket, userId))) {
+    await removeObject(deps, record, { ifMatch: [record.etag], modifiedAt: record.lastModified });
+    throw noSuchBucket();
+  }
   const { bucket, key, etag, contentType, lastModified, uploadId } = record;
   await recordEvent(deps, userId, {
     type: 's3.object.created',
@@ -235,11 +242,20 @@ export async function recordObject(
   return record;
 }
 
+/**
+ * The caller's object. Read first, as most reads find theirs: an object of the caller's is in the
+ * caller's bucket (no object outlives its bucket: buckets.ts deleteBucket), so the bucket is read
+ * only to say why there is none (NoSuchBucket, AccessDenied, NoSuchKey).
+ */
 export async function getObject(deps: Pick<UseCaseDeps, 'db'>, caller: Caller, bucketName: string, key: string): Promise<ObjectRecord> {
-  const bucket = await ownBucket(deps, caller, bucketName);
-  const object = await deps.db.objects.get(bucket._id, key);
-  if (!object) throw noSuchKey();
-  return object;
+  const mine = (object: ObjectRecord | null): object is ObjectRecord =>
+    object !== null && object.userId === caller.user._id && object.bucket === bucketName;
+  const object = await deps.db.objects.get(bucketName, key);
+  if (mine(object)) return object;
+  await ownBucket(deps, caller, bucketName);
+  // Another account's object under the caller's bucket name would be one left by a bucket deleted
+  // before that rule: not the caller's.
+  throw noSuchKey();
 }
 
 /** Deletes the object (nothing to do when there is none, as S3 answers) and releases its hold. */
@@ -257,17 +273,27 @@ export async function deleteObject(
   // process killed in between leaves a change naming it. An object put in between is logged by its put.
   const current = await deps.db.objects.get(bucket._id, key);
   if (!current || (condition && !checkCondition(condition, current, 'delete'))) return;
-  await deps.db.holdChanges.append(current.multihash, current.cid, { userId: current.userId });
-  const removed = await deps.db.objects.delete(bucket._id, key, condition);
-  if (!removed) {
+  if (!(await removeObject(deps, current, condition)) && condition) {
     // Replaced since it was read: the condition is asked of the object there now.
-    if (condition) checkCondition(condition, await deps.db.objects.get(bucket._id, key), 'delete');
-    return;
+    checkCondition(condition, await deps.db.objects.get(bucket._id, key), 'delete');
   }
+}
+
+/** Deletes the key's object if it is (still) `current`'s key and meets the condition, and releases
+ * its hold; what was deleted, or null. The caller has called `usage.ensure`. */
+export async function removeObject(
+  deps: Pick<UseCaseDeps, 'db' | 'jobs'>,
+  current: ObjectRecord,
+  condition?: DeleteCondition,
+): Promise<ObjectRecord | null> {
+  await deps.db.holdChanges.append(current.multihash, current.cid, { userId: current.userId });
+  const removed = await deps.db.objects.delete(current.bucket, current.key, condition);
+  if (!removed) return null;
   if (removed.multihash !== current.multihash) await deps.db.holdChanges.append(removed.multihash, removed.cid, { userId: removed.userId });
   const released = await deps.db.usage.release(removed.userId, removed.multihash, 'object');
   await deps.db.activity.tryRecord(removed.userId, Date.now(), { deletes: 1, storedBytes: released.used });
   await holdsChanged(deps, parseCid(removed.cid), undefined, { logged: true });
+  return removed;
 }
 
 /**
