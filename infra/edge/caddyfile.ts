@@ -57,7 +57,12 @@ export interface EdgeOptions {
   tls?: EdgeTls;
 }
 
-const HEALTH = ['health_uri /readyz', 'health_interval 2s', 'health_timeout 2s'];
+// An upstream is out after two failed checks in a row, not one: with one, a single /readyz slowed
+// past 2 s on a loaded host cuts the only API process off until the next check, and every call
+// through the edge answers 503 meanwhile (the likely cause of a 503 a full test run met once in
+// tests/s3-edge.test.ts). A dead process is still passed over at once: its dials fail, and the
+// request goes to the next upstream.
+const HEALTH = ['health_uri /readyz', 'health_interval 2s', 'health_timeout 2s', 'health_fails 2'];
 // A dial that fails sends the request to the next upstream; only requests that never reached
 // an upstream are retried, so an upload is never sent twice. No passive health (fail_duration):
 // Caddy counts any failed exchange against the upstream, also one the client broke (a body
