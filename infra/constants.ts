@@ -218,6 +218,9 @@ export const COUNT_CHECK_AFTER_MS = WRITER_SETTLE_MS + PROCESS_GONE_AFTER_MS;
 export const COUNT_SECOND_LOOK_MS = 2_000;
 /** Logged changes whose counters the sweep compares with one set of queries. */
 export const COUNT_CHECK_PAGE = 200;
+/** Rounds a full sync goes before it gives up (its caller retries): a round goes again only when
+ * the holds changed between its own pin or unpin and the read after it (infra/hold-sync.ts). */
+export const SYNC_ROUNDS = 5;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
 /** Rows per multihash a batched "does any record hold it" read takes (infra/db/holds.ts): content

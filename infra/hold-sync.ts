@@ -5,7 +5,7 @@
 //
 // A process that has Cluster at hand (the API, a worker) makes it good inline:
 // - a record that was added (`added`) is pinned, then the record is read again, and if it is
-//   gone already a full round follows;
+//   gone already the content is unpinned unless another record holds it;
 // - a removal is nothing to do while another record holds the content; otherwise the content is
 //   unpinned, and the holds read again (pinned back by a full round if a record came meanwhile).
 // Every pin and unpin is confirmed by a read after it: that is the rule that makes the rounds of
@@ -15,7 +15,7 @@
 // When Cluster or MongoDB fails, the change goes to the content's sync workflow
 // (infra/temporal/contracts/holds.ts), which retries.
 import type { ClusterClient } from './cluster.js';
-import { REPLICATION_WAIT_MS } from './constants.js';
+import { REPLICATION_WAIT_MS, SYNC_ROUNDS } from './constants.js';
 import type { Config } from './config.js';
 import type { Database } from './db/index.js';
 import { requestSync, type HolderRef } from './temporal/contracts/holds.js';
@@ -96,10 +96,6 @@ export interface SyncDeps {
   cluster: ClusterClient;
   pin: ClusterPinner;
 }
-
-/** Rounds a full sync goes before it gives up (its caller retries): a round goes again only when
- * the holds changed between its own pin or unpin and the read after it. */
-const SYNC_ROUNDS = 5;
 
 /**
  * A full round: pins when any record holds the content, unpins when none does, then reads the

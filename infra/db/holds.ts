@@ -5,9 +5,10 @@
 //
 // Why derived: every change is then the insert or delete (or status change) of the record
 // itself, followed by a round that reads the holds fresh and makes IPFS Cluster match
-// (infra/hold-sync.ts; activities/holds.ts has the argument that this is race-free). A counter or holder array in one document cannot work on FerretDB
-// 1.24: its updates are a read followed by a write with no lock between them, so concurrent
-// `$inc`, `$addToSet` or `$pull` lose changes (measured here: 200 concurrent `$inc` counted 13).
+// (infra/hold-sync.ts; activities/holds.ts has the argument that this is race-free). A counter
+// or holder array in one document cannot work on FerretDB 1.24: its updates are a read followed
+// by a write with no lock between them, so concurrent `$inc`, `$addToSet` or `$pull` lose
+// changes (measured here: 200 concurrent `$inc` counted 13).
 import type { Model } from 'mongoose';
 import { HELD_ROWS_PER_MULTIHASH } from '../constants.js';
 import { batchedReads } from './batch.js';
