@@ -2,7 +2,8 @@
 // their database commands. The guarantees stay those of one command each, with several API
 // processes on one database: here an API in this process (A) and `npm run api`'s own process
 // (B, C), each with its own connection, batches and memory.
-// - The quota is exact under a burst split across processes.
+// - The quota is exact under a burst split across processes, and so is a counted limit (IPNS
+//   publishes a month), whose takes share their updates.
 // - A key deleted through one process is refused by another on its next request; a key's rate
 //   limit counts its requests in every process; gateway bytes are metered once.
 // - An API process killed with SIGKILL in the middle of its batches loses no acknowledged
@@ -11,6 +12,7 @@
 import http from 'node:http';
 import type { ApiServer } from '../api/server.js';
 import { gatewayBytesThisMonth } from '../api/usecases/bandwidth.js';
+import { publishesKey } from '../api/usecases/ipns.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { parseCid } from '../infra/cid.js';
 import { startApiProcess } from '../infra/stack/services.js';
@@ -30,6 +32,7 @@ const env = testEnv({
     small: { storageMB: 1, requestsPerMinute: 100_000 },
     dharma: { requestsPerMinute: 100_000 },
     limited: { requestsPerMinute: 20 },
+    publisher: { ipnsNames: 2, ipnsPublishesPerMonth: 40, requestsPerMinute: 100_000 },
   }),
 });
 
@@ -108,6 +111,41 @@ test('500 concurrent 1 KiB uploads over two API processes, at a quota that fits 
     expect((await collect(kubo().cat(r.body.cid))).toString()).toBe(kib('burst', index));
   }
 }, 300_000);
+
+test('100 concurrent IPNS publishes over two API processes at a limit of 40 a month: exactly 40 published, takes that came together one update', async () => {
+  const b = await apiProcess('api-publish');
+  const user = await createUser(a, 'publisher');
+  const names: string[] = [];
+  for (const keyName of ['one', 'two']) {
+    const made = await call(a, 'POST', '/ipns/keys', { key: user.apiKey, body: { name: keyName } });
+    expect(made.status).toBe(201);
+    names.push(made.body.ipnsName);
+  }
+  const target = (await upload(a, user, kib('target', 0), 'target')).body.cid as string;
+  const { db } = a.deps;
+  const updates = () => db.operations().get('findOneAndUpdate counters') ?? 0;
+  const before = updates();
+  const replies = await Promise.all(
+    Array.from({ length: 100 }, (_, i) =>
+      call(i % 2 === 0 ? a : b.url, 'POST', '/ipns/publish', {
+        key: user.apiKey,
+        body: { ipnsName: names[i % 4 < 2 ? 0 : 1], cid: target },
+      }),
+    ),
+  );
+  const outcomes: Record<string, number> = {};
+  for (const r of replies) {
+    const outcome = r.status === 200 ? '200' : `${r.status} ${r.body?.error?.reason ?? r.text.slice(0, 200)}`;
+    outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+  }
+  expect(outcomes).toEqual({ '200': 40, '402 IPNS_PUBLISH_LIMIT': 60 });
+  expect(await db.counters.get(publishesKey(user.userId, Date.now()))).toBe(40);
+  // Every publish that passed advanced its name once, and only those.
+  const sequences = await Promise.all(names.map(async (n) => (await db.ipnsNames.get(n))!.sequence));
+  expect(sequences[0]! + sequences[1]!).toBe(40);
+  // Process A took its 50 with fewer updates than takes (one each before).
+  expect(updates() - before).toBeLessThan(50);
+}, 120_000);
 
 test('a key deleted through one API process is refused by another on its next request, both ways', async () => {
   const b = await apiProcess('api-keys');

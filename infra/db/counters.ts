@@ -1,9 +1,12 @@
-// Counters under a limit: names per account, publishes per account and month. Taking one is
-// a single conditional update (`n` below the limit, then +1), so concurrent requests never
-// together pass the limit; a counter that does not exist yet is created at 0 first. A counter
-// also hands out strictly increasing millisecond stamps (`stamp`).
+// Counters under a limit: names per account, publishes per account and month. Taking is a
+// conditional update (`n` at most the limit less what is taken, then + that), so concurrent
+// requests never together pass the limit; a counter that does not exist yet is created at 0
+// first. Takes that come together share their update (batch.ts): k takes of one counter are
+// one `$inc` of k while k fit, as a publish a second per lane of one account otherwise costs a
+// write each. A counter also hands out strictly increasing millisecond stamps (`stamp`).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { groupCommit } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 
 interface CounterRecord {
@@ -19,24 +22,59 @@ const schema = new Schema<CounterRecord>(
 
 export function createCounterStore(conn: Connection) {
   const Counters: Model<CounterRecord> = conn.model<CounterRecord>('Counter', schema, 'counters');
-  const attempt = (key: string, limit: number) =>
-    Counters.findOneAndUpdate({ _id: key, n: { $lt: limit } }, { $inc: { n: 1 } })
-      .lean()
+  const add = (filter: object, k: number) =>
+    Counters.findOneAndUpdate(filter, { $inc: { n: k } })
+      .lean<CounterRecord>()
       .exec();
+
+  /** Counts up to `k` more without passing `limit`: how many it counted. */
+  async function takeUpTo(key: string, limit: number, k: number): Promise<number> {
+    for (;;) {
+      if (await add({ _id: key, n: { $lte: limit - k } }, k)) return k;
+      const current = await Counters.findById(key).lean<CounterRecord>().exec();
+      if (!current) {
+        try {
+          await Counters.create({ _id: key, n: 0 });
+        } catch (err) {
+          // Made a moment ago by a concurrent take.
+          if (!isDuplicateKey(err)) throw err;
+        }
+        continue;
+      }
+      const free = limit - current.n;
+      if (free <= 0) return 0;
+      // Room for some: those, if the count is still what was read. Else (or if room for all came
+      // meanwhile) again: each round that goes again saw another process's take or give.
+      if (free < k && (await add({ _id: key, n: current.n }, free))) return free;
+    }
+  }
+
+  const takeTogether = groupCommit(async (takes: { key: string; limit: number }[]) => {
+    const groups = new Map<string, number[]>();
+    takes.forEach(({ key, limit }, i) => {
+      const id = `${limit}:${key}`;
+      groups.set(id, [...(groups.get(id) ?? []), i]);
+    });
+    const results: (boolean | Error)[] = [];
+    await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const { key, limit } = takes[indexes[0]!]!;
+        try {
+          const taken = await takeUpTo(key, limit, indexes.length);
+          indexes.forEach((i, nth) => (results[i] = nth < taken));
+        } catch (err) {
+          for (const i of indexes) results[i] = err as Error;
+        }
+      }),
+    );
+    return results;
+  });
+
   return {
     model: Counters,
 
     /** Counts one more unless that would pass `limit`; false when at the limit. */
-    async take(key: string, limit: number): Promise<boolean> {
-      if (await attempt(key, limit)) return true;
-      try {
-        await Counters.create({ _id: key, n: 0 });
-      } catch (err) {
-        // It exists: at the limit, or made a moment ago by a concurrent take.
-        if (!isDuplicateKey(err)) throw err;
-      }
-      return (await attempt(key, limit)) !== null;
-    },
+    take: (key: string, limit: number): Promise<boolean> => takeTogether({ key, limit }),
 
     /** Counts one fewer (what was taken and not used, or a deleted name). */
     async give(key: string): Promise<void> {
