@@ -1,6 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { coalesceReads, userContentKey } from './by-id.js';
+import { batchedById } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { heldQueries, type HolderKind } from './holds.js';
 import type { PinInput } from '../temporal/contracts/pins.js';
@@ -114,24 +115,24 @@ export function createPinStore(conn: Connection) {
   const Pins: Model<PinRecord> = conn.model<PinRecord>('Pin', schema, 'pins');
   const get = (key: string) => Pins.findById(key).lean<PinRecord>().exec();
   const getShared = coalesceReads(get);
+  // A pin's workflow reads its request once Cluster has pinned: the reads of the workflows that
+  // come together are one `$in` query (batch.ts), as pins of local content arrive by the dozen.
+  const getBatched = batchedById(Pins);
 
   /**
-   * Moves request `requestId` (stored under `key`) from a status in `from` with `changes`.
-   * Read, check, then write by `_id` alone (by-id.ts); FerretDB runs a filtered update as a
-   * read and a write anyway. The workflow of a request is its only writer while it is active,
-   * and the request ID check keeps a late write of a deleted request off its successor.
+   * Moves request `requestId` (stored under `key`) from a status in `from` with `changes`: one
+   * conditional update, found by `_id` (by-id.ts) and matching only while the record is that
+   * request in such a status, so a late write of a deleted request never lands on its
+   * successor under the same `_id`. The request as changed, or null when it did not match.
    */
-  async function transition(
-    key: string,
-    requestId: string,
-    from: readonly PinStatus[],
-    changes: Partial<PinRecord>,
-  ): Promise<PinRecord | null> {
-    const current = await get(key);
-    if (!current || current.requestId !== requestId || !from.includes(current.status)) return null;
-    const changed = { ...changes, updatedAt: Date.now() };
-    const res = await Pins.updateOne({ _id: key }, { $set: changed }).exec();
-    return res.matchedCount === 1 ? { ...current, ...changed } : null;
+  function transition(key: string, requestId: string, from: readonly PinStatus[], changes: Partial<PinRecord>): Promise<PinRecord | null> {
+    return Pins.findOneAndUpdate(
+      { _id: key, requestId, status: { $in: [...from] } },
+      { $set: { ...changes, updatedAt: Date.now() } },
+      { returnDocument: 'after' },
+    )
+      .lean<PinRecord>()
+      .exec();
   }
 
   /** A pin request holds its content until it fails or is deleted (infra/db/holds.ts). */
@@ -202,10 +203,14 @@ export function createPinStore(conn: Connection) {
 
     get,
 
+    /** `get` for the worker's hot path: reads that come together share one query (batch.ts); the
+     * record is shared between callers, not to be modified. */
+    getBatched,
+
     /** A failed request starts over (same request ID) when the user pins the CID again. */
     async retryFailed(key: string, requestId: string, origins: string[], deadline: number): Promise<PinRecord | null> {
       const changes = { status: 'queued' as const, error: null, origins, deadline };
-      return (await transition(key, requestId, ['failed'], changes)) ? get(key) : null;
+      return transition(key, requestId, ['failed'], changes);
     },
 
     /** Moves an active request forward; a request that was deleted or already finished is left alone. */
