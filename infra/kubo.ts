@@ -11,16 +11,29 @@ export function createKubo(apiUrl: string): Kubo {
 }
 
 /** The size of content: a file's bytes, or a directory's cumulative size (blocks included). */
-export async function contentSize(kubo: Kubo, cid: string, signal?: AbortSignal): Promise<number> {
-  return (await contentSizes(kubo, cid, signal)).size;
+export async function contentSize(apiUrl: string, cid: string, signal?: AbortSignal): Promise<number> {
+  return (await contentSizes(apiUrl, cid, signal)).size;
 }
 
-/** `size` as contentSize; `dagSize`, the cumulative size of its blocks, is what a directory
- * linking the content records as the link's size (infra/unixfs.ts). */
-export async function contentSizes(kubo: Kubo, cid: string, signal?: AbortSignal): Promise<{ size: number; dagSize: number }> {
-  const stat = await kubo.files.stat(`/ipfs/${cid}`, { signal });
-  const dagSize = Number(stat.cumulativeSize);
-  return { size: stat.type === 'directory' ? dagSize : Number(stat.size), dagSize };
+/**
+ * `size` as contentSize; `dagSize`, the cumulative size of its blocks, is what a directory
+ * linking the content records as the link's size (infra/unixfs.ts). `files/stat` on node:http
+ * rather than kubo-rpc-client's `files.stat`, whose fetch was the largest part of a pin's
+ * activity in the worker's profile (infra/http-call.ts has the measure of the two).
+ */
+export async function contentSizes(apiUrl: string, cid: string, signal?: AbortSignal): Promise<{ size: number; dagSize: number }> {
+  const url = new URL('/api/v0/files/stat', apiUrl);
+  url.searchParams.set('arg', `/ipfs/${cid}`);
+  const { status, text } = await httpCall(url, { method: 'POST', signal });
+  let stat: { Type?: string; Size?: number; CumulativeSize?: number; Message?: string };
+  try {
+    stat = JSON.parse(text) as typeof stat;
+  } catch {
+    throw new KuboError(status, text);
+  }
+  if (status !== 200 || typeof stat.CumulativeSize !== 'number') throw new KuboError(status, stat.Message ?? text);
+  const dagSize = stat.CumulativeSize;
+  return { size: stat.Type === 'directory' ? dagSize : Number(stat.Size), dagSize };
 }
 
 /** Throws unless Kubo answers `id` within `timeoutMs`. */

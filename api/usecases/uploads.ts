@@ -198,7 +198,7 @@ async function importCar(deps: UploadDeps, source: Readable, signal?: AbortSigna
 /** A CAR's content size, as Kubo has it (what the file counts against the quota), and its DAG size. */
 async function carSizes(deps: UploadDeps, root: CID): Promise<{ size: number; dagSize: number }> {
   try {
-    return await contentSizes(deps.kubo, root.toString());
+    return await contentSizes(deps.config.kubo.apiUrl, root.toString());
   } catch (err) {
     throw kuboFailure(err);
   }
