@@ -53,7 +53,9 @@ export function createCounterStore(conn: Connection) {
     const groups = new Map<string, number[]>();
     takes.forEach(({ key, limit }, i) => {
       const id = `${limit}:${key}`;
-      groups.set(id, [...(groups.get(id) ?? []), i]);
+      const group = groups.get(id);
+      if (group) group.push(i);
+      else groups.set(id, [i]);
     });
     const results: (boolean | Error)[] = [];
     await Promise.all(
