@@ -56,7 +56,7 @@ export function createPinActivities(deps: ActivityDeps) {
     // content again, and finds a pin that a crashed Cluster forgot (HOLD_CHANGE_RECHECK_MS).
     await db.holdChanges.append(input.multihash, input.cid);
     await clusterPin(input.cid, input.origins);
-    const pin = await db.pins.getBatched(input.key);
+    const pin = await db.pins.get(input.key);
     if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
     await announceHoldChange(deps, input.multihash, input.cid);
     return 'gone';

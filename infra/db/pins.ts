@@ -1,6 +1,6 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
-import { coalesceReads, userContentKey } from './by-id.js';
+import { userContentKey } from './by-id.js';
 import { batchedById } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { heldQueries, type HolderKind } from './holds.js';
@@ -113,11 +113,9 @@ const ACTIVE: readonly PinStatus[] = ['queued', 'pinning'];
 
 export function createPinStore(conn: Connection) {
   const Pins: Model<PinRecord> = conn.model<PinRecord>('Pin', schema, 'pins');
-  const get = (key: string) => Pins.findById(key).lean<PinRecord>().exec();
-  const getShared = coalesceReads(get);
-  // A pin's workflow reads its request once Cluster has pinned: the reads of the workflows that
-  // come together are one `$in` query (batch.ts), as pins of local content arrive by the dozen.
-  const getBatched = batchedById(Pins);
+  // Every read of a request by its key: reads that come together (API status polls, the pin
+  // workflows of a burst) share one `$in` query (batch.ts). Records are shared: not to be modified.
+  const get = batchedById(Pins);
 
   /**
    * Moves request `requestId` (stored under `key`) from a status in `from` with `changes`: one
@@ -199,13 +197,9 @@ export function createPinStore(conn: Connection) {
     byRequestId: (requestId: string) => Pins.findOne({ requestId }).lean<PinRecord>().exec(),
 
     /** The user's request for the content. Concurrent lookups share reads (by-id.ts). */
-    findForUser: (userId: string, multihash: string) => getShared(userContentKey(userId, multihash)),
+    findForUser: (userId: string, multihash: string) => get(userContentKey(userId, multihash)),
 
     get,
-
-    /** `get` for the worker's hot path: reads that come together share one query (batch.ts); the
-     * record is shared between callers, not to be modified. */
-    getBatched,
 
     /** A failed request starts over (same request ID) when the user pins the CID again. */
     async retryFailed(key: string, requestId: string, origins: string[], deadline: number): Promise<PinRecord | null> {
