@@ -216,7 +216,7 @@ test('two API processes behind the edge: one stops under load and every request 
       const content = await read(edged, slug, `/ipfs/${cid}`);
       return profile.status === 200 && content.status === 200 ? 200 : profile.status * 1000 + content.status;
     };
-    const results = await underLoad(4, one, 60, () => edged.apis[1]!.close().then(() => undefined), 200);
+    const results = await underLoad(16, one, 60, () => edged.apis[1]!.close().then(() => undefined), 200);
     expect(results.filter((r) => r.status !== 200)).toEqual([]);
     expect(results.length).toBeGreaterThan(260);
   } finally {
