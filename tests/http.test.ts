@@ -148,6 +148,29 @@ describe('error shapes', () => {
     expect(errorReason(res)).toBe('INVALID_INPUT');
   });
 
+  test('an operation whose body the contract requires is 400 without one; one whose body is optional takes none', async () => {
+    const set = await call(api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { allowedOrigins: ['https://app.example.com'] } });
+    expect(set.status).toBe(200);
+    // Every field of the settings is optional, so only the missing body itself can refuse this.
+    const bare = await call(api, 'PUT', '/gateway-settings', { key: user.apiKey });
+    expect(bare.status).toBe(400);
+    expect(errorReason(bare)).toBe('INVALID_INPUT');
+    expect(bare.body.error.details).toContain('JSON body is required');
+    const stored = await api.deps.db.users.model.findById(user.userId).lean();
+    expect(stored?.gateway?.allowedOrigins).toEqual(['https://app.example.com']);
+    // A body of the wrong type is still 415, not 400.
+    const form = await call(api, 'PUT', '/gateway-settings', {
+      key: user.apiKey,
+      body: 'tokenRequired=true',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(415);
+    // POST /apikeys' body is optional (the name defaults): no body makes a key.
+    const made = await call(api, 'POST', '/apikeys', { key: user.apiKey });
+    expect([made.status, made.body.keyName]).toEqual([201, 'Default']);
+    await call(api, 'DELETE', `/apikeys/${made.body.keyPrefix as string}`, { key: user.apiKey });
+  });
+
   async function raw(request: string): Promise<string> {
     const { port } = new URL(api.url);
     return new Promise((resolve, reject) => {

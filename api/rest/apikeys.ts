@@ -20,7 +20,7 @@ export function apiKeyRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOpti
 
   resource(router, '/apikeys', {
     post: [
-      ...jsonBody(jsonLimit),
+      ...jsonBody(jsonLimit, { optional: true }),
       async (req, res) => {
         const body = parse(createBody, req.body) ?? {};
         const { user, plan } = caller(req);

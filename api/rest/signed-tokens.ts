@@ -35,7 +35,7 @@ export function signedTokenRoutes(deps: UseCaseDeps, { guard, jsonLimit }: Route
 
   resource(router, '/upload/signed-url', {
     post: [
-      ...jsonBody(jsonLimit),
+      ...jsonBody(jsonLimit, { optional: true }),
       async (req, res) => {
         const body = parse(createBody, req.body) ?? {};
         res.status(201).json(await createSignedToken(deps, caller(req), body));

@@ -14,11 +14,18 @@ export function parse<T extends z.ZodType>(schema: T, value: unknown, where = 'b
 const hasBody = (req: express.Request): boolean =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
-/** JSON bodies only: parses application/json (and +json) and answers 415 for any other type. */
-export function jsonBody(limit: string): RequestHandler[] {
+/**
+ * JSON bodies only: parses application/json (and +json) and answers 415 for any other type, and
+ * 400 for a request without a body unless the operation's body is `optional` (as openapi.json
+ * says: `requestBody.required`). Without the check, an operation whose fields are all optional
+ * (PUT /gateway-settings) took a bare PUT as `{}` and answered 200, where the contract says the
+ * body is required (found by schemathesis).
+ */
+export function jsonBody(limit: string, { optional = false }: { optional?: boolean } = {}): RequestHandler[] {
   return [
     (req, _res, next) => {
-      if (hasBody(req) && !req.is(['application/json', 'application/*+json'])) next(unsupportedMediaType('application/json'));
+      if (!hasBody(req)) next(optional ? undefined : new InvalidInput('a JSON body is required (Content-Type: application/json)'));
+      else if (!req.is(['application/json', 'application/*+json'])) next(unsupportedMediaType('application/json'));
       else next();
     },
     express.json({ limit, type: ['application/json', 'application/*+json'] }),
