@@ -34,7 +34,8 @@ export function createPinActivities(deps: ActivityDeps) {
   const needed = Math.max(1, config.cluster.replicationMin);
 
   /** Unknown (null) rather than a failed pin when Kubo cannot tell. */
-  const contentSize = (cid: string): Promise<number | null> => kuboContentSize(config.kubo.apiUrl, cid, AbortSignal.timeout(10_000)).catch(() => null);
+  const contentSize = (cid: string): Promise<number | null> =>
+    kuboContentSize(config.kubo.apiUrl, cid, AbortSignal.timeout(10_000)).catch(() => null);
 
   async function dial(origins: string[]): Promise<void> {
     await Promise.all(

@@ -228,7 +228,9 @@ test("every API process down: the edge answers 503 in each surface's error shape
   const edged = await startEdgedApi();
   try {
     await edged.api.close();
-    const api = await request(edged.ports.api, `127.0.0.1:${edged.ports.api}`, '/user/profile');
+    const api = await request(edged.ports.api, `127.0.0.1:${edged.ports.api}`, '/user/profile?token=secret-in-query', {
+      'X-Api-Key': 'stp_secret-in-header',
+    });
     expect([api.status, api.headers['content-type'], api.headers['retry-after']]).toEqual([503, 'application/json; charset=utf-8', '5']);
     expect(JSON.parse(api.body.toString()).error.reason).toBe('DEPENDENCY_UNAVAILABLE');
     const gateway = await request(edged.ports.gateway, `someslug.localhost:${edged.ports.gateway}`, '/ipfs/bafkqaaa');
@@ -236,6 +238,25 @@ test("every API process down: the edge answers 503 in each surface's error shape
     const s3 = await request(edged.ports.s3, `localhost:${edged.ports.s3}`, '/');
     expect([s3.status, s3.headers['content-type']]).toEqual([503, 'application/xml']);
     expect(s3.body.toString()).toContain('<Code>ServiceUnavailable</Code>');
+    // The edge's log says why it answered 503 itself (the upstream refused the connection, or
+    // none is up), without the request's credentials.
+    const logged = await eventually(
+      async () =>
+        fs
+          .readFileSync(edged.edge.process.logFile, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"logger":"http.log.error'))
+          .map((l) => JSON.parse(l) as { msg: string; request: Record<string, unknown> }),
+      (errors) => errors.length >= 3,
+      10_000,
+      'the edge logging its three errors',
+    );
+    for (const e of logged) {
+      expect(e.msg).toMatch(/connection refused|no upstreams available/);
+      expect(e.request.headers).toBeUndefined();
+    }
+    expect(logged.map((e) => e.request.uri)).toContain('/user/profile');
+    expect(fs.readFileSync(edged.edge.process.logFile, 'utf8')).not.toMatch(/secret-in-(query|header)/);
   } finally {
     await edged.edge.stop();
   }

@@ -346,6 +346,15 @@ export function edgeCaddyfile(options: EdgeOptions): string {
     ...(tls?.mode === 'acme' ? block('on_demand_tls', [`ask http://${options.apis[0]!.gateway}${EDGE_TLS_ASK_PATH}`]) : []),
     `default_bind ${options.host}`,
     ...block('servers', ['timeouts {', '\tread_header 10s', '\tidle 2m', '}']),
+    // Why the edge answered an error itself (an upstream refused, reset or none is up): Caddy logs
+    // an error its handle_errors answered only at DEBUG, so without this the log says nothing of
+    // the 503s it gave. To stderr, which is the edge's log (DATA_DIR/logs/edge.log); without the
+    // request's headers (X-Api-Key, X-Gateway-Token) and query (presigned URLs' signatures, tokens).
+    ...block('log edge-errors', [
+      'level DEBUG',
+      'include http.log.error',
+      ...block('format filter', ['wrap json', ...block('fields', ['request>headers delete', 'request>uri regexp "\\?.*$" ""'])]),
+    ]),
   ];
   const siteTls = (wildcard: boolean) =>
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
