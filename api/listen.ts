@@ -3,6 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
+import { API_KEEPALIVE_MS } from '../infra/edge/protocol.js';
 
 export interface Listening {
   url: string;
@@ -47,7 +48,8 @@ export async function listen(
   /** The app answers `Expect: 100-continue` itself (res.writeContinue once it accepts the request). */
   continueByApp = false,
 ): Promise<Listening> {
-  const server = http.createServer(app);
+  // Stated, not Node's default: the edge closes its idle connections first (protocol.ts).
+  const server = http.createServer({ keepAliveTimeout: API_KEEPALIVE_MS }, app);
   if (continueByApp) server.on('checkContinue', app);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, format));
   await new Promise<void>((resolve, reject) => {

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { API_KEEPALIVE_MS, EDGE_UPSTREAM_KEEPALIVE_MS } from '../infra/edge/protocol.js';
 import { recordingKubo, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { s3Client } from './support/s3.js';
@@ -223,6 +224,36 @@ test('two API processes behind the edge: one stops under load and every request 
     await edged.close();
   }
 }, 60_000);
+
+/** Established TCP connections to a local port (its server's side), from /proc/net/tcp. */
+function establishedTo(port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  return fs
+    .readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((f) => f[1]?.endsWith(`:${hexPort}`) && f[3] === '01').length;
+}
+
+test('the edge closes its idle connections to an API process before the process would', async () => {
+  const edged = await startEdgedApi();
+  try {
+    const { user, slug } = await account(edged);
+    const { cid } = await upload(edged, user, 'idle connections');
+    // A gateway read's decision goes to the API's gateway port, which has no health checks that
+    // would keep a connection busy.
+    expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(200);
+    const gatewayPort = Number(new URL(edged.api.gatewayUrl).port);
+    expect(establishedTo(gatewayPort)).toBeGreaterThanOrEqual(1);
+    // Past the edge's idle time, before the API's: had the API closed first, a request sent as
+    // it did would meet a reset, and Caddy does not resend a POST.
+    await new Promise((r) => setTimeout(r, (EDGE_UPSTREAM_KEEPALIVE_MS + API_KEEPALIVE_MS) / 2 + 300));
+    expect(establishedTo(gatewayPort)).toBe(0);
+  } finally {
+    await edged.close();
+  }
+}, 30_000);
 
 test("every API process down: the edge answers 503 in each surface's error shape, with Retry-After", async () => {
   const edged = await startEdgedApi();

@@ -20,7 +20,14 @@
 // Why Caddy: it measured 0.55–0.65 CPU s per GiB relayed here against HAProxy's 0.38–0.48
 // (#29), but HAProxy 2.6 has no access-decision hook without a Lua script of our own, and Caddy
 // has a reverse proxy that can act on its upstream's answer (forward_auth, handle_response), health checks, TLS with its own CA and ACME, and a net log writer built in.
-import { EDGE_DECISION_PATH, EDGE_HEADERS, EDGE_S3_DECISION_PATH, EDGE_SECRET_HEADER, EDGE_TLS_ASK_PATH } from './protocol.js';
+import {
+  EDGE_DECISION_PATH,
+  EDGE_HEADERS,
+  EDGE_S3_DECISION_PATH,
+  EDGE_SECRET_HEADER,
+  EDGE_TLS_ASK_PATH,
+  EDGE_UPSTREAM_KEEPALIVE_MS,
+} from './protocol.js';
 
 /** One API process's three surfaces, as host:port. */
 export interface EdgeUpstream {
@@ -75,7 +82,9 @@ const HEALTH = ['health_uri /readyz', 'health_interval 2s', 'health_timeout 2s',
 // S3 call 503 for the next 10 s (measured with ceph/s3-tests). Caddy flushes answers of unknown
 // length at once by itself; `flush_interval -1` is not set, as it would also keep a request to
 // the backend going after its client left.
-const BALANCED = ['lb_policy round_robin', 'lb_retries 8'];
+// Idle connections to an API process are closed by the edge before the process would close them
+// (protocol.ts: API_KEEPALIVE_MS).
+const BALANCED = ['lb_policy round_robin', 'lb_retries 8', 'transport http {', `\tkeepalive ${EDGE_UPSTREAM_KEEPALIVE_MS / 1000}s`, '}'];
 
 const block = (head: string, lines: string[], indent = ''): string[] => [
   `${indent}${head} {`,

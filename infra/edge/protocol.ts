@@ -9,6 +9,16 @@ export const EDGE_S3_DECISION_PATH = '/_edge/s3';
 export const EDGE_TLS_ASK_PATH = '/_edge/tls-ask';
 export const EDGE_SECRET_HEADER = 'x-stupa-edge-secret';
 
+/**
+ * How long an API surface keeps an idle keep-alive connection (api/listen.ts), and how long the
+ * edge keeps one to it: the edge lets go first. Were it the API (Node's default 5 s against
+ * Caddy's 2 min), a request the edge sent on a connection as the API closed it met a reset, and
+ * Caddy does not resend a POST that may have arrived: the client got a 503 (twice in about
+ * 17,000 requests of schemathesis through the edge, `read: connection reset by peer`).
+ */
+export const API_KEEPALIVE_MS = 5_000;
+export const EDGE_UPSTREAM_KEEPALIVE_MS = 3_000;
+
 /** The headers of an allowing decision, copied by the edge into its request to Kubo's gateway. */
 export const EDGE_HEADERS = {
   account: 'X-Stupa-Account',
