@@ -48,8 +48,9 @@ export async function listen(
   /** The app answers `Expect: 100-continue` itself (res.writeContinue once it accepts the request). */
   continueByApp = false,
 ): Promise<Listening> {
-  // Stated, not Node's default: the edge closes its idle connections first (protocol.ts).
-  const server = http.createServer({ keepAliveTimeout: API_KEEPALIVE_MS }, app);
+  const server = http.createServer(app);
+  // Stated, not left to Node's default: the edge closes its idle connections first (protocol.ts).
+  server.keepAliveTimeout = API_KEEPALIVE_MS;
   if (continueByApp) server.on('checkContinue', app);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, format));
   await new Promise<void>((resolve, reject) => {
