@@ -229,7 +229,9 @@ test("Kubo failing under a large object's read: 503 ServiceUnavailable in S3's s
 async function putExpectingContinue(url: URL, body: Buffer): Promise<{ statuses: string[]; closed: boolean }> {
   const socket = net.connect(Number(url.port), url.hostname);
   let received = '';
-  socket.setTimeout(10_000, () => socket.destroy(new Error(`no whole answer in 10 s: ${JSON.stringify(received.slice(0, 200))}`)));
+  socket.setTimeout(10_000, () =>
+    socket.destroy(new Error(`no whole answer in 10 s from ${url.host}${url.pathname}: ${JSON.stringify(received.slice(0, 200))}`)),
+  );
   socket.write(
     `PUT ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`,
   );
