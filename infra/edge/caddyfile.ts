@@ -76,14 +76,13 @@ const HEALTH = ['health_uri /readyz', 'health_interval 2s', 'health_timeout 2s',
 // lands on it again whenever another request took the turn in between. With 3, 16 concurrent
 // readers met a 503 in each of 3 runs while one of two API processes stopped (and 4 readers did
 // once in about 10 full test runs); with 8, none in 7 runs at 16 and 32. A refused dial costs
-// well under a millisecond, and with every process down the answer is still an immediate 503. No passive health (fail_duration):
-// Caddy counts any failed exchange against the upstream, also one the client broke (a body
-// shorter than its Content-Length), and with one API process a single such request made every
-// S3 call 503 for the next 10 s (measured with ceph/s3-tests). Caddy flushes answers of unknown
-// length at once by itself; `flush_interval -1` is not set, as it would also keep a request to
-// the backend going after its client left.
-// Idle connections to an API process are closed by the edge before the process would close them
-// (protocol.ts: API_KEEPALIVE_MS).
+// well under a millisecond, and with every process down the answer is still an immediate 503.
+// No passive health (fail_duration): Caddy counts any failed exchange against the upstream, also
+// one the client broke (a body shorter than its Content-Length), and with one API process a
+// single such request made every S3 call 503 for the next 10 s (measured with ceph/s3-tests).
+// Caddy flushes answers of unknown length at once by itself; `flush_interval -1` is not set, as
+// it would also keep a request to the backend going after its client left. Idle connections to
+// an API process are closed by the edge before the process would close them (protocol.ts).
 const BALANCED = ['lb_policy round_robin', 'lb_retries 8', 'transport http {', `\tkeepalive ${EDGE_UPSTREAM_KEEPALIVE_MS / 1000}s`, '}'];
 
 const block = (head: string, lines: string[], indent = ''): string[] => [
