@@ -196,7 +196,7 @@ export function createPinStore(conn: Connection) {
     /** A request by its public ID. */
     byRequestId: (requestId: string) => Pins.findOne({ requestId }).lean<PinRecord>().exec(),
 
-    /** The user's request for the content. Concurrent lookups share reads (by-id.ts). */
+    /** The user's request for the content. Lookups that come together share one query (batch.ts). */
     findForUser: (userId: string, multihash: string) => get(userContentKey(userId, multihash)),
 
     get,
