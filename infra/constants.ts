@@ -153,6 +153,9 @@ export const IPNS_RECORD_TTL_MS = 5 * 60 * 1000;
 export const IPNS_RESOLVE_TIMEOUT_MS = 5_000;
 /** How long storing a record in Kubo may take (a publish, a republish). */
 export const IPNS_STORE_TIMEOUT_MS = 20_000;
+/** Names' signing keys a process keeps ready (infra/ipns.ts), least recently used beyond it:
+ * about 1 KB each. */
+export const IPNS_SIGNING_KEYS_KEPT = 10_000;
 /** A DNSLink check's DNS lookup. */
 export const DNSLINK_TIMEOUT_MS = 2_000;
 

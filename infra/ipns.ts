@@ -2,13 +2,14 @@
 // key, in MongoDB), not in a Kubo keystore: any worker can sign, and a Kubo node replaced or
 // lost loses no name. Records are built and signed with the `ipns` package and handed to Kubo
 // with `routing put`, which stores them and serves them to other peers.
+import crypto from 'node:crypto';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
-import type { PrivateKey } from '@libp2p/interface';
+import type { Ed25519PrivateKey, PrivateKey } from '@libp2p/interface';
 import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
 import { createIPNSRecord, marshalIPNSRecord, unmarshalIPNSRecord } from 'ipns';
 import { base36 } from 'multiformats/bases/base36';
 import { CID } from 'multiformats/cid';
-import { IPNS_RECORD_TTL_MS, IPNS_RECORD_VALIDITY_MS } from './constants.js';
+import { IPNS_RECORD_TTL_MS, IPNS_RECORD_VALIDITY_MS, IPNS_SIGNING_KEYS_KEPT } from './constants.js';
 import { postStream, type Kubo } from './kubo.js';
 import { seal, unseal } from './secrets.js';
 
@@ -43,8 +44,46 @@ export async function newIpnsKey(masterKey: Buffer): Promise<{ ipnsName: string;
   return { ipnsName, sealedKey: seal(masterKey, Buffer.from(privateKeyToProtobuf(key)).toString('base64')) };
 }
 
-export function unsealIpnsKey(masterKey: Buffer, sealedKey: string): PrivateKey {
+function unsealIpnsKey(masterKey: Buffer, sealedKey: string): PrivateKey {
   return privateKeyFromProtobuf(Buffer.from(unseal(masterKey, sealedKey), 'base64'));
+}
+
+/** Names' keys ready to sign, by sealed key; least recently used beyond IPNS_SIGNING_KEYS_KEPT. */
+const signingKeys = new Map<string, PrivateKey>();
+
+/**
+ * The name's key, unsealed once and kept ready. An Ed25519 key signs with a Node key object
+ * made once: @libp2p/crypto's own `sign` builds one from JWK for every signature, two a record
+ * (measured: that import was 2.5% of the API's CPU in `npm run bench -- --ipns`). Keeping
+ * unsealed keys in memory exposes nothing the process does not hold already: the master key.
+ */
+export function signingKey(masterKey: Buffer, sealedKey: string): PrivateKey {
+  const known = signingKeys.get(sealedKey);
+  if (known) {
+    signingKeys.delete(sealedKey);
+    signingKeys.set(sealedKey, known);
+    return known;
+  }
+  const unsealed = unsealIpnsKey(masterKey, sealedKey);
+  const key = unsealed.type === 'Ed25519' ? withNodeKey(unsealed) : unsealed;
+  signingKeys.set(sealedKey, key);
+  if (signingKeys.size > IPNS_SIGNING_KEYS_KEPT) signingKeys.delete(signingKeys.keys().next().value!);
+  return key;
+}
+
+function withNodeKey(key: Ed25519PrivateKey): Ed25519PrivateKey {
+  const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64url');
+  const nodeKey = crypto.createPrivateKey({
+    format: 'jwk',
+    key: { kty: 'OKP', crv: 'Ed25519', d: b64(key.raw.subarray(0, 32)), x: b64(key.publicKey.raw) },
+  });
+  return {
+    type: 'Ed25519',
+    raw: key.raw,
+    publicKey: key.publicKey,
+    equals: (other?: unknown) => key.equals(other),
+    sign: (data) => crypto.sign(null, data instanceof Uint8Array ? data : data.subarray(), nodeKey),
+  };
 }
 
 /** A signed record pointing the name at `/ipfs/<cid>` (V1 and V2 signatures), valid 48 h from
@@ -73,7 +112,7 @@ export async function storeIpnsRecord(
   sequence: number,
   signal?: AbortSignal,
 ): Promise<void> {
-  const record = await signIpnsRecord(unsealIpnsKey(masterKey, name.sealedKey), cid, sequence);
+  const record = await signIpnsRecord(signingKey(masterKey, name.sealedKey), cid, sequence);
   await putIpnsRecord(kuboApiUrl, name.ipnsName, record, signal);
 }
 
