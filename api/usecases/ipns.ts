@@ -190,12 +190,15 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
 }
 
 /** The name now holds its new target and no longer its previous one. Announced only where it
- * can change Cluster's pin (infra/hold-sync.ts). */
+ * can change Cluster's pin (infra/hold-sync.ts). The two are of different content, so they are
+ * looked at together: their reads share a round trip (infra/db/batch.ts). */
 async function targetMoved(deps: UseCaseDeps, ipnsName: string, previous: IpnsNameRecord, target: ParsedCid): Promise<void> {
   if (previous.multihash === target.multihash) return;
   const self = { kind: 'ipns', key: ipnsName };
-  await announceHoldChangeIfAlone(deps, target.multihash, target.v1, self, 'added');
-  if (previous.multihash && previous.cid) await announceHoldChangeIfAlone(deps, previous.multihash, previous.cid, self, 'removed');
+  await Promise.all([
+    announceHoldChangeIfAlone(deps, target.multihash, target.v1, self, 'added'),
+    previous.multihash && previous.cid ? announceHoldChangeIfAlone(deps, previous.multihash, previous.cid, self, 'removed') : undefined,
+  ]);
 }
 
 /** Deletes the name and its key; its job stops, and its target is released. */
