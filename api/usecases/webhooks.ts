@@ -39,7 +39,7 @@ export const webhookInfo = (w: WebhookRecord) => ({
   updatedAt: w.updatedAt,
 });
 
-export const deliveryInfo = (d: DeliveryRecord) => ({
+export const deliveryInfo = (d: Omit<DeliveryRecord, 'data'>) => ({
   id: d._id,
   eventId: d.eventId,
   eventType: d.type,

@@ -98,6 +98,7 @@ const deliverySchema = new Schema<DeliveryRecord>(
     eventId: { type: String, required: true },
     type: { type: String, required: true },
     subject: { type: String, required: true },
+    // Its JSON text (see `stored`); an object in deliveries recorded before.
     data: { type: Schema.Types.Mixed, required: true },
     occurredAt: { type: Number, required: true },
     seq: { type: Number, required: true },
@@ -117,6 +118,23 @@ deliverySchema.index({ webhookId: 1, state: 1, seq: 1 });
 // The delivery log, newest first, and its retention.
 deliverySchema.index({ webhookId: 1, createdAt: -1, _id: -1 });
 
+/**
+ * A delivery as written: its `data` as JSON text. FerretDB keeps a nested document field by
+ * field with each field's type beside it, and converts all of it on every insert, read and
+ * rewrite; one string costs it a fraction. Measured on FerretDB alone, a delivery's life (insert
+ * in batches of 8, the round's read, the attempt's update) with an upload event's data: 0.47 ms
+ * of its CPU nested, 0.33-0.34 as text. Nothing queries inside `data`, and the log does not
+ * show it (it is read only to send).
+ */
+type StoredDelivery = Omit<DeliveryRecord, 'data'> & { data: string | Record<string, unknown> };
+const stored = (d: DeliveryRecord): StoredDelivery => ({ ...d, data: JSON.stringify(d.data) });
+const loaded = (d: StoredDelivery): DeliveryRecord => ({
+  ...d,
+  data: typeof d.data === 'string' ? (JSON.parse(d.data) as Record<string, unknown>) : d.data,
+});
+/** The delivery log's reads: all but `data`. */
+const LOGGED = { data: 0 } as const;
+
 export function createWebhookStore(conn: Connection) {
   const Webhooks: Model<WebhookRecord> = conn.model<WebhookRecord>('Webhook', webhookSchema, 'webhooks');
   const Deliveries: Model<DeliveryRecord> = conn.model<DeliveryRecord>('WebhookDelivery', deliverySchema, 'webhookdeliveries');
@@ -125,7 +143,7 @@ export function createWebhookStore(conn: Connection) {
       Webhooks.find({ userId, enabled: true }, { _id: 1, events: 1 }).lean<Pick<WebhookRecord, '_id' | 'events'>[]>().exec(),
     AUTH_MEMORY_MS,
   );
-  const insertDelivery = groupCommit((batch: DeliveryRecord[]) => insertUnordered(Deliveries, batch));
+  const insertDelivery = groupCommit((batch: StoredDelivery[]) => insertUnordered(Deliveries, batch));
   return {
     model: Webhooks,
     deliveryModel: Deliveries,
@@ -211,22 +229,22 @@ export function createWebhookStore(conn: Connection) {
     /** Records deliveries; those recorded already (the same event for the same endpoint) are
      * skipped. The deliveries of events recorded together (concurrent uploads) share one insert. */
     async addDeliveries(deliveries: DeliveryRecord[]): Promise<void> {
-      await Promise.all(deliveries.map(insertDelivery));
+      await Promise.all(deliveries.map((d) => insertDelivery(stored(d))));
     },
 
     /** The endpoint's pending deliveries in event order, due or not. */
-    pending: (webhookId: string, limit: number) =>
-      Deliveries.find({ webhookId, state: 'pending' }).sort({ seq: 1 }).limit(limit).lean<DeliveryRecord[]>().exec(),
+    async pending(webhookId: string, limit: number): Promise<DeliveryRecord[]> {
+      const rows = await Deliveries.find({ webhookId, state: 'pending' }).sort({ seq: 1 }).limit(limit).lean<StoredDelivery[]>().exec();
+      return rows.map(loaded);
+    },
 
+    /** The endpoint's delivery log, newest first, without the events' data. */
     deliveries: (userId: string, webhookId: string, limit: number, last?: { at: number; id: string }) =>
-      Deliveries.find({ webhookId, userId, ...(last ? after('createdAt', last) : {}) })
+      Deliveries.find({ webhookId, userId, ...(last ? after('createdAt', last) : {}) }, LOGGED)
         .sort({ createdAt: -1, _id: -1 })
         .limit(limit)
-        .lean<DeliveryRecord[]>()
+        .lean<Omit<DeliveryRecord, 'data'>[]>()
         .exec(),
-
-    delivery: (userId: string, webhookId: string, id: string) =>
-      Deliveries.findOne({ _id: id, webhookId, userId }).lean<DeliveryRecord>().exec(),
 
     /** Keeps attempts (the last `keep` of each delivery's) and the deliveries' new states, in one write. */
     async attempted(writes: AttemptWrite[], keep: number): Promise<void> {
@@ -244,9 +262,10 @@ export function createWebhookStore(conn: Connection) {
       Deliveries.findOneAndUpdate(
         { _id: id, webhookId, userId, type: { $ne: 'webhook.disabled' } },
         { $set: { state: 'pending', nextAttemptAt: Date.now(), firstAttemptAt: null } },
+        // FerretDB 1.24's findAndModify refuses a projection: the whole record comes back.
         { returnDocument: 'after' },
       )
-        .lean<DeliveryRecord>()
+        .lean<Omit<DeliveryRecord, 'data'>>()
         .exec(),
 
     /** Drops the endpoint's finished deliveries recorded before `before`. */
