@@ -292,6 +292,36 @@ test('an event recorded twice for an endpoint (a retried activity) is one delive
   expect(names).toContain('webhookId_1_state_1_seq_1');
 }, 60_000);
 
+test("the delivery's data is stored as JSON text; a delivery recorded before, with its data as a nested document, is sent all the same", async () => {
+  const owner = await createUser(api, 'bodhi');
+  const hook = await newWebhook(owner, '/stored', ['ipns.published']);
+  const Deliveries = api.deps.db.webhooks.deliveryModel;
+  const data = { ipnsName: 'k51stored', cid: 'bafkreidqt2amrbehujar4hxe3647ekugcsjnedchmukqyddzjk6xb6aupq', sequence: 1, published: true };
+  const [recorded] = await recordFor({ db: api.deps.db, jobs: api.deps.jobs }, owner.userId, [hook.id], {
+    type: 'ipns.published',
+    subject: 'ipns:k51stored',
+    data,
+  });
+  expect((await Deliveries.collection.findOne({ _id: recorded!._id as never }))?.data).toBe(JSON.stringify(data));
+  // As an older version wrote it: the same record, `data` nested.
+  const old = { ...recorded!, _id: 'dlv_nestedBeforeText0', eventId: 'msg_nested_before_text', seq: recorded!.seq + 1 };
+  await Deliveries.collection.insertOne(old as never);
+  await recordFor({ db: api.deps.db, jobs: api.deps.jobs }, owner.userId, [hook.id], {
+    type: 'ipns.published',
+    subject: 'ipns:other',
+    data,
+  });
+  await eventually(
+    async () => hooks.at('/stored').length,
+    (n) => n === 3,
+    30_000,
+    'the three deliveries',
+  );
+  const sent = hooks.at('/stored').find((r) => r.headers['webhook-id'] === 'msg_nested_before_text')!;
+  expect(JSON.parse(sent.body)).toMatchObject({ type: 'ipns.published', data });
+  for (const r of hooks.at('/stored')) expect(JSON.parse(r.body).data).toEqual(data);
+}, 60_000);
+
 test('a receiver down while the worker is killed gets everything, in order, when both come back', async () => {
   const late = receiver();
   const latePort = await late.listen();
