@@ -118,7 +118,7 @@ function sendStream(
 /** Adds a stream as one UnixFS file; returns the root CID and the cumulative size of its blocks. */
 export async function addStream(
   apiUrl: string,
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<Uint8Array> | Uint8Array[],
   options: Record<string, string | number | boolean>,
   signal?: AbortSignal,
 ): Promise<{ cid: string; dagSize: number }> {
@@ -129,7 +129,11 @@ export async function addStream(
 }
 
 /** Imports a CAR stream, pinning its roots; returns the root CIDs. */
-export async function importCarStream(apiUrl: string, source: AsyncIterable<Uint8Array>, signal?: AbortSignal): Promise<string[]> {
+export async function importCarStream(
+  apiUrl: string,
+  source: AsyncIterable<Uint8Array> | Uint8Array[],
+  signal?: AbortSignal,
+): Promise<string[]> {
   const objects = await postStream(apiUrl, 'dag/import', source, { 'pin-roots': true }, signal);
   return objects.flatMap((o) => {
     const root = o.Root as { Cid?: { '/': string }; PinErrorMsg?: string } | undefined;

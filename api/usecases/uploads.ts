@@ -121,19 +121,19 @@ export async function beginUpload(
       const known = source instanceof Uint8Array ? source.length : options.declaredBytes;
       if (!room.fresh && !(known !== undefined && known <= room.left)) room = await storageLeft(deps.db, user._id, plan, { fresh: true });
       const { left } = room;
-      const input = source instanceof Uint8Array ? Readable.from([source]) : source;
+      if (source instanceof Uint8Array) return addInMemory(deps, source, { car, signal, mimeType, allowed, maxFile, left, plan });
       // The bytes are counted as they flow to Kubo by a listener beside the pipe rather than a
       // stream in between (a stream costs every chunk of a GiB a few calls). Paused, so that
       // nothing flows before Kubo's request (or the sniffing stream) takes it.
-      input.on('data', (chunk: Buffer) => {
+      source.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
         if (refused) return;
         if (bytes > maxFile) refused = tooLarge(maxFile);
         else if (bytes > left) refused = storageFull(plan);
-        if (refused) input.destroy(refused);
+        if (refused) source.destroy(refused);
       });
-      input.pause();
-      let body: Readable = input;
+      source.pause();
+      let body: Readable = source;
       if (head) {
         // A Transform rather than an async generator: streams pass chunks on without a promise each.
         const sniffed = new Transform({
@@ -149,8 +149,8 @@ export async function beginUpload(
             else done();
           },
         });
-        input.on('error', (err) => sniffed.destroy(err));
-        body = input.pipe(sniffed);
+        source.on('error', (err) => sniffed.destroy(err));
+        body = source.pipe(sniffed);
       }
       try {
         if (car) return { cid: await importCar(deps, body, signal), bytes, dagSize: null, car };
@@ -175,14 +175,44 @@ export async function beginUpload(
   };
 }
 
-async function addFile(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<{ cid: CID; dagSize: number }> {
+/**
+ * Content already in memory (a JSON upload's `content`): checked whole, then sent to Kubo as one
+ * buffer (infra/kubo.ts postStream), with no stream, listener or sniffing stage between. The same
+ * refusals as a stream's, before Kubo sees a byte.
+ */
+async function addInMemory(
+  deps: UploadDeps,
+  source: Uint8Array,
+  o: {
+    car: boolean;
+    signal?: AbortSignal;
+    mimeType: string;
+    allowed?: string[] | null;
+    maxFile: number;
+    left: number;
+    plan: Caller['plan'];
+  },
+): Promise<AddedContent> {
+  const bytes = source.length;
+  if (bytes > o.maxFile) throw tooLarge(o.maxFile);
+  if (bytes > o.left) throw storageFull(o.plan);
+  if (o.allowed) await checkContentType(o.allowed, o.mimeType, source);
+  try {
+    if (o.car) return { cid: await importCar(deps, [source], o.signal), bytes, dagSize: null, car: true };
+    return { ...(await addFile(deps, [source], o.signal)), bytes, car: false };
+  } catch (err) {
+    throw kuboFailure(err);
+  }
+}
+
+async function addFile(deps: UploadDeps, source: Readable | Uint8Array[], signal?: AbortSignal): Promise<{ cid: CID; dagSize: number }> {
   // The profile's flags explicitly, and no pin (see the top of this file).
   const added = await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal);
   return { cid: CID.parse(added.cid), dagSize: added.dagSize };
 }
 
 /** Imports a CAR; its single root becomes the file. Kubo reports roots only when it pins them. */
-async function importCar(deps: UploadDeps, source: Readable, signal?: AbortSignal): Promise<CID> {
+async function importCar(deps: UploadDeps, source: Readable | Uint8Array[], signal?: AbortSignal): Promise<CID> {
   let roots: string[];
   try {
     roots = await importCarStream(deps.config.kubo.apiUrl, source, signal);
