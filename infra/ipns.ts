@@ -57,7 +57,7 @@ const signingKeys = new Map<string, PrivateKey>();
  * (measured: that import was 2.5% of the API's CPU in `npm run bench -- --ipns`). Keeping
  * unsealed keys in memory exposes nothing the process does not hold already: the master key.
  */
-export function signingKey(masterKey: Buffer, sealedKey: string): PrivateKey {
+function signingKey(masterKey: Buffer, sealedKey: string): PrivateKey {
   const known = signingKeys.get(sealedKey);
   if (known) {
     signingKeys.delete(sealedKey);

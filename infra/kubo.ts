@@ -64,9 +64,9 @@ export async function postStream(
   const query = new URLSearchParams(Object.entries(options).map(([k, v]): [string, string] => [k, String(v)]));
   const url = new URL(`/api/v0/${command}?${query}`, apiUrl);
   const headers = { 'Content-Type': `multipart/form-data; boundary=${boundary}` };
-  // A body in memory (a signed IPNS record) goes as one buffer with its length: the headers and
-  // body in one write, where piping it chunked took three (each socket write on loopback was
-  // about 0.1 ms of the API's CPU in `npm run bench -- --ipns`).
+  // A body in memory (an IPNS record, a JSON upload's content) goes as one buffer with its
+  // length: the headers and body in one write, where piping it chunked took three (each socket
+  // write on loopback was about 0.1 ms of the API's CPU in `npm run bench -- --ipns`).
   let answer: { status: number; text: string };
   if (Array.isArray(source)) {
     const body = Buffer.concat([Buffer.from(head), ...source, Buffer.from(tail)]);
