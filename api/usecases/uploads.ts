@@ -121,36 +121,46 @@ export async function beginUpload(
       const known = source instanceof Uint8Array ? source.length : options.declaredBytes;
       if (!room.fresh && !(known !== undefined && known <= room.left)) room = await storageLeft(deps.db, user._id, plan, { fresh: true });
       const { left } = room;
-      if (source instanceof Uint8Array) return addInMemory(deps, source, { car, signal, mimeType, allowed, maxFile, left, plan });
-      // The bytes are counted as they flow to Kubo by a listener beside the pipe rather than a
-      // stream in between (a stream costs every chunk of a GiB a few calls). Paused, so that
-      // nothing flows before Kubo's request (or the sniffing stream) takes it.
-      source.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (refused) return;
-        if (bytes > maxFile) refused = tooLarge(maxFile);
-        else if (bytes > left) refused = storageFull(plan);
-        if (refused) source.destroy(refused);
-      });
-      source.pause();
-      let body: Readable = source;
-      if (head) {
-        // A Transform rather than an async generator: streams pass chunks on without a promise each.
-        const sniffed = new Transform({
-          transform(chunk: Buffer, _encoding, done) {
-            if (!head) return done(null, chunk);
-            head.push(chunk);
-            headBytes += chunk.length;
-            if (headBytes >= SNIFF_BYTES) release(this, done);
-            else done();
-          },
-          flush(done) {
-            if (head) release(this, done);
-            else done();
-          },
+      const refusal = (n: number) => (n > maxFile ? tooLarge(maxFile) : n > left ? storageFull(plan) : undefined);
+      let body: Readable | Uint8Array[];
+      if (source instanceof Uint8Array) {
+        // Already in memory (a JSON upload's content): checked whole, before Kubo sees a byte,
+        // and sent as one buffer (infra/kubo.ts postStream), with no stream, listener or sniffer.
+        bytes = source.length;
+        refused = refusal(bytes);
+        if (refused) throw refused;
+        if (allowed) await checkContentType(allowed, mimeType, source);
+        body = [source];
+      } else {
+        // The bytes are counted as they flow to Kubo by a listener beside the pipe rather than a
+        // stream in between (a stream costs every chunk of a GiB a few calls). Paused, so that
+        // nothing flows before Kubo's request (or the sniffing stream) takes it.
+        source.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          if (refused) return;
+          refused = refusal(bytes);
+          if (refused) source.destroy(refused);
         });
-        source.on('error', (err) => sniffed.destroy(err));
-        body = source.pipe(sniffed);
+        source.pause();
+        body = source;
+        if (head) {
+          // A Transform rather than an async generator: streams pass chunks on without a promise each.
+          const sniffed = new Transform({
+            transform(chunk: Buffer, _encoding, done) {
+              if (!head) return done(null, chunk);
+              head.push(chunk);
+              headBytes += chunk.length;
+              if (headBytes >= SNIFF_BYTES) release(this, done);
+              else done();
+            },
+            flush(done) {
+              if (head) release(this, done);
+              else done();
+            },
+          });
+          source.on('error', (err) => sniffed.destroy(err));
+          body = source.pipe(sniffed);
+        }
       }
       try {
         if (car) return { cid: await importCar(deps, body, signal), bytes, dagSize: null, car };
@@ -173,36 +183,6 @@ export async function beginUpload(
       }
     },
   };
-}
-
-/**
- * Content already in memory (a JSON upload's `content`): checked whole, then sent to Kubo as one
- * buffer (infra/kubo.ts postStream), with no stream, listener or sniffing stage between. The same
- * refusals as a stream's, before Kubo sees a byte.
- */
-async function addInMemory(
-  deps: UploadDeps,
-  source: Uint8Array,
-  o: {
-    car: boolean;
-    signal?: AbortSignal;
-    mimeType: string;
-    allowed?: string[] | null;
-    maxFile: number;
-    left: number;
-    plan: Caller['plan'];
-  },
-): Promise<AddedContent> {
-  const bytes = source.length;
-  if (bytes > o.maxFile) throw tooLarge(o.maxFile);
-  if (bytes > o.left) throw storageFull(o.plan);
-  if (o.allowed) await checkContentType(o.allowed, o.mimeType, source);
-  try {
-    if (o.car) return { cid: await importCar(deps, [source], o.signal), bytes, dagSize: null, car: true };
-    return { ...(await addFile(deps, [source], o.signal)), bytes, car: false };
-  } catch (err) {
-    throw kuboFailure(err);
-  }
 }
 
 async function addFile(deps: UploadDeps, source: Readable | Uint8Array[], signal?: AbortSignal): Promise<{ cid: CID; dagSize: number }> {
