@@ -15,11 +15,12 @@ import {
   WEBHOOK_POLL_MS,
   WEBHOOK_RETRY_FRACTIONS,
   WEBHOOK_ROUND_DELIVERIES,
+  WEBHOOK_ROUND_LINGER_MS,
   WEBHOOK_ROUND_MS,
 } from '../infra/constants.js';
 import type { AttemptWrite, DeliveryRecord, WebhookRecord } from '../infra/db/webhooks.js';
 import { unseal } from '../infra/secrets.js';
-import type { WebhookJobInput, WebhookRound } from '../infra/temporal/contracts/webhooks.js';
+import type { WebhookRound, WebhookRoundInput } from '../infra/temporal/contracts/webhooks.js';
 import { DISABLED_NOTICE_TYPE, newDelivery } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
 import { webhookBody } from '../api/webhooks/payload.js';
@@ -137,7 +138,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
   const pruned = new Map<string, number>();
 
   return {
-    async sendWebhookRound({ webhookId }: WebhookJobInput): Promise<WebhookRound> {
+    async sendWebhookRound({ webhookId, linger }: WebhookRoundInput): Promise<WebhookRound> {
       const webhook = await db.webhooks.byId(webhookId);
       if (!webhook || !webhook.enabled) return { state: 'stopped' };
       const secret = unseal(config.masterKey, webhook.secretSealed);
@@ -148,6 +149,7 @@ export function createWebhookActivities(deps: ActivityDeps) {
       }
       let failingSince = webhook.failingSince;
       for (;;) {
+        const passStarted = Date.now();
         const pass = await sendDue({ ...webhook, failingSince }, secret, started);
         failingSince = pass.failingSince;
         if (pass.state === 'stopped') return roundOf(pass);
@@ -156,8 +158,11 @@ export function createWebhookActivities(deps: ActivityDeps) {
           if (timeLeft) continue;
           return { state: 'more' };
         }
-        // Nothing was due: the job sleeps until the next retry, or until an event wakes it.
-        if (pass.attempted === 0) return roundOf(pass);
+        // Nothing was due: the job sleeps until the next retry, or until an event wakes it. A
+        // round an event woke first looks until WEBHOOK_ROUND_LINGER_MS from its start: its
+        // last look begins after that, so it sees every event recorded before the recorder's
+        // signal plus that time (what the recorder counts on to send no other: `wakeFor`).
+        if (pass.attempted === 0 && !(linger && passStarted - started < WEBHOOK_ROUND_LINGER_MS)) return roundOf(pass);
         // Events are arriving: look again shortly, in this round, rather than a round each
         // (a round costs Temporal and the worker several milliseconds: npm run bench).
         if (!timeLeft) return { state: 'more' };

@@ -289,6 +289,11 @@ export const WEBHOOK_RESPONSE_KEEP_CHARS = 256;
 export const WEBHOOK_ATTEMPTS_KEPT = 20;
 /** While events keep arriving, an endpoint's round looks for more this often, rather than ending. */
 export const WEBHOOK_POLL_MS = 250;
+/** A round woken by an event keeps looking this long from its start, even when a look finds
+ * nothing; a recorder that signalled the job needs no other signal for the events it records in
+ * that time (infra/webhooks/events.ts `wakeFor`), so a stream of events costs about one signal a
+ * second rather than one per WEBHOOK_WAKE_DELAY_MS. */
+export const WEBHOOK_ROUND_LINGER_MS = 1_000;
 /** Deliveries one pass of an endpoint's round looks at, in order, and how long a round runs. */
 export const WEBHOOK_ROUND_DELIVERIES = 100;
 export const WEBHOOK_ROUND_MS = 30_000;

@@ -5,8 +5,6 @@
 // (and the worker killed meanwhile) gets everything, in order, when it comes back; an endpoint
 // failing for the whole period is paused and says so in its log.
 import crypto from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
 import type { ApiServer } from '../api/server.js';
@@ -16,39 +14,12 @@ import { sha256 } from 'multiformats/hashes/sha2';
 import { parseCid } from '../infra/cid.js';
 import { newFileId } from '../infra/db/files.js';
 import { createKubo } from '../infra/kubo.js';
-import { deliveryId, recordFor, WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
+import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
 import { s3Client } from './support/s3.js';
+import { receiver } from './support/webhook-receiver.js';
 import { call, createUser, errorReason, plansFile, stack, startTestApi, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
-
-interface Received {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A receiver: every request kept; `answer` decides the status per path. */
-function receiver(answer: (path: string, n: number) => number = () => 200) {
-  const got: Received[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (body += c));
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      got.push({ path, headers: req.headers as Record<string, string>, body });
-      res.statusCode = answer(path, got.filter((g) => g.path === path).length);
-      res.end('ok');
-    });
-  });
-  return {
-    got,
-    at: (path: string) => got.filter((g) => g.path === path),
-    listen: (port = 0) => new Promise<number>((r) => server.listen(port, '127.0.0.1', () => r((server.address() as AddressInfo).port))),
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
 
 const RETRY_PERIOD_S = 10;
 let api: ApiServer;
@@ -266,60 +237,6 @@ test('a receiver that answers 500 three times then 200 gets the event four times
     'the redelivery',
   );
   expect(hooks.at('/flaky')[4]!.headers['webhook-id']).toBe(sent.body.eventId);
-}, 60_000);
-
-test('an event recorded twice for an endpoint (a retried activity) is one delivery, sent once, its ID derived from both; the old unique index is dropped', async () => {
-  const hook = await newWebhook(user, '/twice', ['pin.pinned']);
-  const event = { type: 'pin.pinned', subject: 'pin:twice', data: { pin: { requestId: 'twice' } }, id: 'msg_pinned_twice' } as const;
-  const deps = { db: api.deps.db, jobs: api.deps.jobs };
-  await recordFor(deps, user.userId, [hook.id], event);
-  await recordFor(deps, user.userId, [hook.id], event);
-  const Deliveries = api.deps.db.webhooks.deliveryModel;
-  expect((await Deliveries.find({ webhookId: hook.id }).lean()).map((d) => d._id)).toEqual([deliveryId(hook.id, event.id)]);
-  await eventually(
-    async () => hooks.at('/twice').length,
-    (n) => n === 1,
-    30_000,
-    'the delivery',
-  );
-  await new Promise((r) => setTimeout(r, 500));
-  expect(hooks.at('/twice').map((r) => r.headers['webhook-id'])).toEqual([event.id]);
-  // A database from before derived IDs has the unique (webhookId, eventId) index: a start drops it.
-  await Deliveries.collection.createIndex({ webhookId: 1, eventId: 1 }, { unique: true });
-  await api.deps.db.webhooks.dropOldIndexes();
-  const names = (await Deliveries.collection.indexes()).map((i) => i.name);
-  expect(names).not.toContain('webhookId_1_eventId_1');
-  expect(names).toContain('webhookId_1_state_1_seq_1');
-}, 60_000);
-
-test("the delivery's data is stored as JSON text; a delivery recorded before, with its data as a nested document, is sent all the same", async () => {
-  const owner = await createUser(api, 'bodhi');
-  const hook = await newWebhook(owner, '/stored', ['ipns.published']);
-  const Deliveries = api.deps.db.webhooks.deliveryModel;
-  const data = { ipnsName: 'k51stored', cid: 'bafkreidqt2amrbehujar4hxe3647ekugcsjnedchmukqyddzjk6xb6aupq', sequence: 1, published: true };
-  const [recorded] = await recordFor({ db: api.deps.db, jobs: api.deps.jobs }, owner.userId, [hook.id], {
-    type: 'ipns.published',
-    subject: 'ipns:k51stored',
-    data,
-  });
-  expect((await Deliveries.collection.findOne({ _id: recorded!._id as never }))?.data).toBe(JSON.stringify(data));
-  // As an older version wrote it: the same record, `data` nested.
-  const old = { ...recorded!, _id: 'dlv_nestedBeforeText0', eventId: 'msg_nested_before_text', seq: recorded!.seq + 1 };
-  await Deliveries.collection.insertOne(old as never);
-  await recordFor({ db: api.deps.db, jobs: api.deps.jobs }, owner.userId, [hook.id], {
-    type: 'ipns.published',
-    subject: 'ipns:other',
-    data,
-  });
-  await eventually(
-    async () => hooks.at('/stored').length,
-    (n) => n === 3,
-    30_000,
-    'the three deliveries',
-  );
-  const sent = hooks.at('/stored').find((r) => r.headers['webhook-id'] === 'msg_nested_before_text')!;
-  expect(JSON.parse(sent.body)).toMatchObject({ type: 'ipns.published', data });
-  for (const r of hooks.at('/stored')) expect(JSON.parse(r.body).data).toEqual(data);
 }, 60_000);
 
 test('a receiver down while the worker is killed gets everything, in order, when both come back', async () => {

@@ -6,7 +6,13 @@
 // sends what it had not recorded as delivered (at least once, same `webhook-id`).
 import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import { WAKE_SIGNAL, WEBHOOK_IDLE_LOOK_MS, WEBHOOK_ROUNDS_PER_RUN, type WebhookWorkflow } from '../infra/temporal/contracts/webhooks.js';
+import {
+  WAKE_SIGNAL,
+  WEBHOOK_IDLE_LOOK_MS,
+  WEBHOOK_ROUNDS_PER_RUN,
+  type WebhookRound,
+  type WebhookWorkflow,
+} from '../infra/temporal/contracts/webhooks.js';
 
 const wakeSignal = defineSignal(WAKE_SIGNAL);
 
@@ -20,14 +26,18 @@ const { sendWebhookRound } = proxyActivities<Activities>({
 export const webhookWorkflow: WebhookWorkflow = async (input) => {
   let woken = false;
   setHandler(wakeSignal, () => void (woken = true));
+  // A round lingers unless the job woke by itself (a retry's time, or its look for lost
+  // wake-ups): the run's first round follows an event or the previous run.
+  let linger: boolean = true;
   for (let round = 0; round < WEBHOOK_ROUNDS_PER_RUN; round++) {
     woken = false;
-    const result = await sendWebhookRound(input);
+    const result: WebhookRound = await sendWebhookRound({ ...input, linger });
     if (result.state === 'stopped') return;
+    linger = true;
     if (result.state === 'more') continue;
-    const wait =
+    const wait: number =
       result.nextAttemptAt === null ? WEBHOOK_IDLE_LOOK_MS : Math.max(0, Math.min(WEBHOOK_IDLE_LOOK_MS, result.nextAttemptAt - Date.now()));
-    if (wait > 0) await condition(() => woken, wait);
+    if (wait > 0) linger = await condition(() => woken, wait);
     if (workflowInfo().continueAsNewSuggested) break;
   }
   await continueAsNew<WebhookWorkflow>(input);

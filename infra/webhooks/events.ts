@@ -7,7 +7,13 @@
 // (`webhookEvents`), so an event nobody can want costs no read. The list only grows: keeping
 // it exact would race an endpoint created beside one deleted; a stale entry costs one indexed
 // read that finds no endpoint.
-import { WEBHOOK_DELIVERY_ID_PREFIX, WEBHOOK_EVENT_ID_PREFIX, WEBHOOK_WAKE_DELAY_MS } from '../constants.js';
+import {
+  WEBHOOK_DELIVERY_ID_PREFIX,
+  WEBHOOK_EVENT_ID_PREFIX,
+  WEBHOOK_POLL_MS,
+  WEBHOOK_ROUND_LINGER_MS,
+  WEBHOOK_WAKE_DELAY_MS,
+} from '../constants.js';
 import type { Database } from '../db/index.js';
 import type { DeliveryRecord } from '../db/webhooks.js';
 import type { Logger } from '../logger.js';
@@ -145,8 +151,23 @@ export async function recordFor(deps: EventDeps, userId: string, webhookIds: str
   const eventId = event.id ?? WEBHOOK_EVENT_ID_PREFIX + randomBase62(22);
   const deliveries = webhookIds.map((id) => newDelivery(userId, id, eventId, event, now, seq));
   await deps.db.webhooks.addDeliveries(deliveries);
-  for (const webhookId of webhookIds) wake(deps.jobs, userId, webhookId);
+  for (const webhookId of webhookIds) wakeFor(deps.jobs, userId, webhookId);
   return deliveries;
+}
+
+/**
+ * Until when (ms) a round of each endpoint's job is sure to look again, from a signal this
+ * process sent: a round woken by an event looks until WEBHOOK_ROUND_LINGER_MS from its start
+ * (activities/webhooks.ts), and its start comes after the signal; a poll's length is kept as a
+ * margin. An event recorded before then needs no signal of its own, so a steady stream of events
+ * costs about one signal a second per endpoint and process, not one per WEBHOOK_WAKE_DELAY_MS.
+ */
+const looking = new Map<string, number>();
+
+/** Wakes the job for events just recorded, unless a round is sure to see them (`looking`). */
+function wakeFor(jobs: Jobs, userId: string, webhookId: string): void {
+  if ((looking.get(webhookId) ?? 0) > Date.now()) return;
+  wake(jobs, userId, webhookId);
 }
 
 /**
@@ -154,7 +175,8 @@ export async function recordFor(deps: EventDeps, userId: string, webhookIds: str
  * asks: the events of a burst share one signal and one round, and while a signal is on its way
  * the next events ask for no other, so a stream of events costs a few signals a second, not one
  * each. A job that is in a round when the signal comes runs another after it (the workflow
- * keeps the signal), so an event recorded as a round ends is not left behind. A lost wake-up (Temporal away, the process gone) delays the
+ * keeps the signal), so an event recorded as a round ends is not left behind. A lost wake-up
+ * (Temporal away, the process gone) delays the
  * deliveries until the job looks by itself (every 5 minutes: workflows/webhooks.ts); they are
  * recorded, so none is lost.
  */
@@ -163,9 +185,13 @@ export function wake(jobs: Jobs, userId: string, webhookId: string): void {
   if (waking.has(webhookId)) return;
   waking.add(webhookId);
   setTimeout(() => {
-    // Taken off before the signal: an event recorded while it is sent finds the job awake, or
-    // asks for another wake-up.
     waking.delete(webhookId);
-    jobs.signalWithStart(webhookJob, { userId, webhookId }, WAKE_SIGNAL, []).catch(() => undefined);
+    // Counted on from the moment it is sent (the events recorded while it travels need none of
+    // their own), and forgotten if it fails: those are then as a lost wake-up's events.
+    const until = Date.now() + WEBHOOK_ROUND_LINGER_MS - WEBHOOK_POLL_MS;
+    const forget = () => looking.get(webhookId) === until && looking.delete(webhookId);
+    looking.set(webhookId, until);
+    setTimeout(forget, WEBHOOK_ROUND_LINGER_MS).unref();
+    jobs.signalWithStart(webhookJob, { userId, webhookId }, WAKE_SIGNAL, []).catch(forget);
   }, WEBHOOK_WAKE_DELAY_MS).unref();
 }

@@ -9,6 +9,11 @@ export interface WebhookJobInput {
   webhookId: string;
 }
 
+/** A round's input: the job's, and whether an event woke it (it then lingers: WEBHOOK_ROUND_LINGER_MS). */
+export interface WebhookRoundInput extends WebhookJobInput {
+  linger: boolean;
+}
+
 /** What a round of sending did (activities/webhooks.ts). */
 export type WebhookRound =
   /** Deleted or paused: the job ends (enabling the endpoint starts it again). */
