@@ -8,7 +8,6 @@
 // redeliverable). An endpoint that has failed for the whole period is paused, and a notice is
 // put in its delivery log.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Context } from '@temporalio/activity';
 import {
   WEBHOOK_ATTEMPTS_KEPT,
   WEBHOOK_LOG_RETENTION_MS,
@@ -25,6 +24,7 @@ import { DISABLED_NOTICE_TYPE, newDelivery } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
 import { webhookBody } from '../api/webhooks/payload.js';
 import type { ActivityDeps } from './deps.js';
+import { heartbeating } from './heartbeat.js';
 
 /** The wait after the `n`th failed attempt of a try (n ≥ 1). */
 export function retryWait(n: number, periodMs: number): number {
@@ -101,7 +101,6 @@ export function createWebhookActivities(deps: ActivityDeps) {
         nextAttemptAt = Math.min(nextAttemptAt ?? Infinity, delivery.nextAttemptAt);
         continue;
       }
-      Context.current().heartbeat();
       attempted++;
       const outcome = await attempt(webhook, secret, delivery);
       writes.push(outcome.write);
@@ -137,38 +136,42 @@ export function createWebhookActivities(deps: ActivityDeps) {
   /** When this process last dropped an endpoint's old log entries: once an hour is enough. */
   const pruned = new Map<string, number>();
 
+  async function round({ webhookId, linger }: WebhookRoundInput): Promise<WebhookRound> {
+    const webhook = await db.webhooks.byId(webhookId);
+    if (!webhook || !webhook.enabled) return { state: 'stopped' };
+    const secret = unseal(config.masterKey, webhook.secretSealed);
+    const started = Date.now();
+    if ((pruned.get(webhookId) ?? 0) < started - 3_600_000) {
+      pruned.set(webhookId, started);
+      await db.webhooks.prune(webhookId, started - WEBHOOK_LOG_RETENTION_MS);
+    }
+    let failingSince = webhook.failingSince;
+    for (;;) {
+      const passStarted = Date.now();
+      const pass = await sendDue({ ...webhook, failingSince }, secret, started);
+      failingSince = pass.failingSince;
+      if (pass.state === 'stopped') return roundOf(pass);
+      const timeLeft = Date.now() - started < WEBHOOK_ROUND_MS;
+      if (pass.state === 'more') {
+        if (timeLeft) continue;
+        return { state: 'more' };
+      }
+      // Nothing was due: the job sleeps until the next retry, or until an event wakes it. A
+      // round an event woke first looks until WEBHOOK_ROUND_LINGER_MS from its start: its
+      // last look begins after that, so it sees every event recorded before the recorder's
+      // signal plus that time (what the recorder counts on to send no other: `wakeFor`).
+      if (pass.attempted === 0 && !(linger && passStarted - started < WEBHOOK_ROUND_LINGER_MS)) return roundOf(pass);
+      // Events are arriving: look again shortly, in this round, rather than a round each
+      // (a round costs Temporal and the worker several milliseconds: npm run bench).
+      if (!timeLeft) return { state: 'more' };
+      await sleep(WEBHOOK_POLL_MS);
+    }
+  }
+
   return {
-    async sendWebhookRound({ webhookId, linger }: WebhookRoundInput): Promise<WebhookRound> {
-      const webhook = await db.webhooks.byId(webhookId);
-      if (!webhook || !webhook.enabled) return { state: 'stopped' };
-      const secret = unseal(config.masterKey, webhook.secretSealed);
-      const started = Date.now();
-      if ((pruned.get(webhookId) ?? 0) < started - 3_600_000) {
-        pruned.set(webhookId, started);
-        await db.webhooks.prune(webhookId, started - WEBHOOK_LOG_RETENTION_MS);
-      }
-      let failingSince = webhook.failingSince;
-      for (;;) {
-        const passStarted = Date.now();
-        const pass = await sendDue({ ...webhook, failingSince }, secret, started);
-        failingSince = pass.failingSince;
-        if (pass.state === 'stopped') return roundOf(pass);
-        const timeLeft = Date.now() - started < WEBHOOK_ROUND_MS;
-        if (pass.state === 'more') {
-          if (timeLeft) continue;
-          return { state: 'more' };
-        }
-        // Nothing was due: the job sleeps until the next retry, or until an event wakes it. A
-        // round an event woke first looks until WEBHOOK_ROUND_LINGER_MS from its start: its
-        // last look begins after that, so it sees every event recorded before the recorder's
-        // signal plus that time (what the recorder counts on to send no other: `wakeFor`).
-        if (pass.attempted === 0 && !(linger && passStarted - started < WEBHOOK_ROUND_LINGER_MS)) return roundOf(pass);
-        // Events are arriving: look again shortly, in this round, rather than a round each
-        // (a round costs Temporal and the worker several milliseconds: npm run bench).
-        if (!timeLeft) return { state: 'more' };
-        Context.current().heartbeat();
-        await sleep(WEBHOOK_POLL_MS);
-      }
-    },
+    /** A round heartbeats on a clock (activities/heartbeat.ts), not per delivery: a heartbeat
+     * crosses into the SDK's native core, and one per delivery was a fifth of the worker's CPU
+     * while uploads with a webhook ran (npm run bench -- --webhooks, profiled). */
+    sendWebhookRound: (input: WebhookRoundInput): Promise<WebhookRound> => heartbeating(() => round(input)),
   };
 }

@@ -16,7 +16,7 @@ import {
 
 const wakeSignal = defineSignal(WAKE_SIGNAL);
 
-/** A round sends one attempt at a time, each within 10 s, and heartbeats between them. */
+/** A round sends one attempt at a time, each within 10 s, and heartbeats every 2 s. */
 const { sendWebhookRound } = proxyActivities<Activities>({
   startToCloseTimeout: '2m',
   heartbeatTimeout: '15s',
