@@ -12,40 +12,23 @@
 // the timeout in the percentiles), and before each one the bench waits (bounded) until the
 // database server is idle, so a timed-out request still running there does not weigh on
 // the next figure. The load itself stops at --load-minutes with what it has.
-import { encodeCursor } from '../../api/usecases/pages.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { createActivities } from '../../activities/index.js';
 import { createClusterClient } from '../../infra/cluster.js';
 import { loadConfig } from '../../infra/config.js';
 import { parseCid } from '../../infra/cid.js';
-import { DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_NAMESPACE } from '../../infra/constants.js';
-import { userContentKey } from '../../infra/db/by-id.js';
-import { openDatabase, type Database } from '../../infra/db/index.js';
-import type { FileRecord } from '../../infra/db/files.js';
-import type { PinRecord } from '../../infra/db/pins.js';
-import { createKubo, type Kubo } from '../../infra/kubo.js';
+import { openDatabase } from '../../infra/db/index.js';
+import { createKubo } from '../../infra/kubo.js';
 import { createLogger } from '../../infra/logger.js';
-import { sweepJob } from '../../infra/temporal/contracts/sweep.js';
-import type { Jobs } from '../../infra/temporal/jobs.js';
-import { BENCH_PLAN, cpuTicks, TICKS_PER_SECOND } from './children.js';
+import { BENCH_PLAN } from './children.js';
 import { say, type BenchContext } from './harness.js';
 import { usageAtScale } from './scale-usage.js';
-import {
-  assertCidShape,
-  bigUserCount,
-  bigUserNewest,
-  content,
-  FOLDERS_PER_USER,
-  fileRecord,
-  folderRecords,
-  pinRecord,
-  planData,
-  type Kind,
-  type ScaleData,
-} from './records.js';
+import { describe, diskUsage, measure, percentile, ratio, untilIdle, usable, verdict, type Figure, type Bounds } from './bounded.js';
+import { BATCH, load, LOAD_CONCURRENCY } from './scale-load.js';
+import { checkPage, countingJobs, pauseSweep, cursorOf, getJson, serviceLatency, untilPinned, type ListPage } from './scale-service.js';
+import { bigUserCount, bigUserNewest, content, FOLDERS_PER_USER, fileRecord, folderRecords, pinRecord, planData } from './records.js';
 
 export interface ScaleOptions {
   files: number;
@@ -60,7 +43,8 @@ export interface ScaleOptions {
 }
 
 const USAGE = `npm run bench -- --scale [--files N] [--pins N] [--users N] [--budget S] [--timeout S] [--load-minutes M]
-  --files N          file records to load (default 1000000, at least 1000)
+  --files N          file records to load (default 1000000, at least 30000: the big user's
+                     largest folder then has the 1,000 files its figures ask for)
   --pins N           pin requests to load (default 1000000, at least 1000)
   --users N          users, one of whom holds half of each (default 100, at least 2)
   --budget S         seconds of sampling per measurement (default 60)
@@ -84,9 +68,12 @@ export function parseScaleArgs(args: string[]): ScaleOptions {
     if (!(values[name]! > 0)) throw new Error(`--${name} must be more than 0\n${USAGE}`);
   }
   if (!Number.isInteger(values.users) || values.users! < 2) throw new Error(`--users must be a whole number of at least 2\n${USAGE}`);
-  for (const name of ['files', 'pins']) {
-    if (!Number.isInteger(values[name]) || values[name]! < 1000)
-      throw new Error(`--${name} must be a whole number of at least 1000\n${USAGE}`);
+  for (const [name, least] of [
+    ['files', 30_000],
+    ['pins', 1000],
+  ] as const) {
+    if (!Number.isInteger(values[name]) || values[name]! < least)
+      throw new Error(`--${name} must be a whole number of at least ${least}\n${USAGE}`);
   }
   return {
     files: values.files!,
@@ -97,320 +84,6 @@ export function parseScaleArgs(args: string[]): ScaleOptions {
     loadMs: values['load-minutes']! * 60_000,
   };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Measuring, bounded.
-
-class Timeout extends Error {}
-
-interface Figure {
-  /** Milliseconds of each sample that finished. */
-  samples: number[];
-  /** Samples that did not finish within the timeout (at most one: sampling stops there). */
-  timeouts: number;
-  /** Why the measurement stopped early with a wrong answer, if it did. */
-  error?: string;
-  timeoutMs: number;
-}
-
-interface Bounds {
-  samples: number;
-  budgetMs: number;
-  timeoutMs: number;
-}
-
-/**
- * Runs `once` up to `samples` times, starting none after `budgetMs`, each given up after
- * `timeoutMs` (its signal aborts then; a store call goes on in the server, which the next
- * measurement's idle wait absorbs). A timeout or an error ends the measurement.
- */
-async function measure(label: string, once: (signal: AbortSignal) => Promise<void>, bounds: Bounds): Promise<Figure> {
-  const figure: Figure = { samples: [], timeouts: 0, timeoutMs: bounds.timeoutMs };
-  const start = Date.now();
-  while (figure.samples.length < bounds.samples && Date.now() - start < bounds.budgetMs) {
-    const signal = AbortSignal.timeout(bounds.timeoutMs);
-    const timedOut = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(new Timeout()), { once: true }));
-    const t = performance.now();
-    try {
-      await Promise.race([once(signal), timedOut]);
-      figure.samples.push(performance.now() - t);
-    } catch (err) {
-      if (err instanceof Timeout || signal.aborted) figure.timeouts++;
-      else figure.error = (err as Error).message;
-      break;
-    } finally {
-      timedOut.catch(() => undefined);
-    }
-  }
-  say(`  ${label}: ${describe(figure)}`);
-  return figure;
-}
-
-/** Nearest-rank percentile; a timed-out sample counts as longer than any finished one. */
-function percentile(f: Figure, q: number): { ms: number; over: boolean } {
-  const all = [...f.samples].sort((a, b) => a - b);
-  for (let i = 0; i < f.timeouts; i++) all.push(Infinity);
-  if (all.length === 0) return { ms: NaN, over: false };
-  const v = all[Math.max(0, Math.ceil(q * all.length) - 1)]!;
-  return v === Infinity ? { ms: f.timeoutMs, over: true } : { ms: v, over: false };
-}
-
-const ms = (v: { ms: number; over: boolean }) =>
-  Number.isNaN(v.ms) ? 'n/a' : `${v.over ? '>' : ''}${v.ms >= 100 ? Math.round(v.ms).toLocaleString('en-US') : v.ms.toFixed(1)} ms`;
-
-function count(f: Figure): string {
-  const n = f.samples.length + f.timeouts;
-  const parts = [`n=${n}`];
-  if (f.timeouts > 0) parts.push(`${f.timeouts} timed out at ${f.timeoutMs / 1000} s`);
-  if (f.error) parts.push(`stopped: ${f.error}`);
-  return parts.join(', ');
-}
-
-function describe(f: Figure): string {
-  return `p50 ${ms(percentile(f, 0.5))} p99 ${ms(percentile(f, 0.99))} (${count(f)})`;
-}
-
-const usable = (f: Figure) => !f.error && f.samples.length + f.timeouts > 0;
-const verdict = (met: boolean) => (met ? 'goal met' : 'MISSED');
-
-/** loaded / empty of a percentile, with whether the loaded figure is only a lower bound. */
-function ratio(empty: Figure, loaded: Figure, q: number): { value: number; over: boolean } | undefined {
-  const e = percentile(empty, q);
-  const l = percentile(loaded, q);
-  if (!usable(empty) || !usable(loaded) || e.over || !(e.ms > 0)) return undefined;
-  return { value: l.ms / e.ms, over: l.over };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The database server's idleness and size.
-
-/**
- * Waits until the database server and the service's processes together use under a tenth of
- * a core over a second, at most `maxMs`: a timed-out request may still be running there.
- */
-async function untilIdle(pids: number[], maxMs: number): Promise<void> {
-  const start = Date.now();
-  let before = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
-  for (;;) {
-    await new Promise((r) => setTimeout(r, 1000));
-    const now = pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
-    const busy = (now - before) / TICKS_PER_SECOND;
-    before = now;
-    if (busy < 0.1) {
-      if (Date.now() - start > 5000) say(`  (waited ${((Date.now() - start) / 1000).toFixed(0)} s for the database to be idle)`);
-      return;
-    }
-    if (Date.now() - start > maxMs) {
-      say(`  (the database was still busy after ${maxMs / 1000} s; measuring anyway)`);
-      return;
-    }
-  }
-}
-
-/** Bytes on disk under `dir` (allocated blocks, as du counts them). */
-function diskUsage(dir: string): number {
-  let total = 0;
-  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) total += diskUsage(full);
-    else if (entry.isFile()) total += fs.statSync(full).blocks * 512;
-  }
-  return total;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The load.
-
-const BATCH = 2000;
-const LOAD_CONCURRENCY = 2;
-
-/**
- * Inserts records 0..N-1 of each kind with insertMany (unordered) in batches, two at a time,
- * files and pins interleaved so both grow together. Past `loadMs` no new batch starts, so
- * each kind's loaded records are still 0..k-1. Returns how many of each were loaded.
- */
-async function load(db: Database, d: ScaleData, loadMs: number, signal: AbortSignal): Promise<Record<Kind, number>> {
-  const batches: { kind: Kind; from: number; to: number; order: number }[] = [];
-  for (const kind of ['files', 'pins'] as const) {
-    const n = Math.ceil(d.counts[kind] / BATCH);
-    for (let b = 0; b < n; b++)
-      batches.push({ kind, from: b * BATCH, to: Math.min(d.counts[kind], (b + 1) * BATCH), order: (b + 0.5) / n });
-  }
-  batches.sort((a, b) => a.order - b.order);
-  const total = d.counts.files + d.counts.pins;
-  const loaded: Record<Kind, number> = { files: 0, pins: 0 };
-  const start = Date.now();
-  let next = 0;
-  let lastReport = start;
-  let stopped = false;
-  const insert = async () => {
-    while (next < batches.length) {
-      signal.throwIfAborted();
-      if (Date.now() - start > loadMs) {
-        stopped = true;
-        return;
-      }
-      const batch = batches[next++]!;
-      const indices = Array.from({ length: batch.to - batch.from }, (_, k) => batch.from + k);
-      if (batch.kind === 'files') {
-        const docs: FileRecord[] = indices.map((i) => fileRecord(d, i));
-        assertCidShape(docs[0]!);
-        await db.files.model.insertMany(docs, { ordered: false });
-      } else {
-        const docs: PinRecord[] = indices.map((i) => pinRecord(d, i));
-        assertCidShape(docs[0]!);
-        await db.pins.model.insertMany(docs, { ordered: false });
-      }
-      loaded[batch.kind] += indices.length;
-      const now = Date.now();
-      if (now - lastReport >= 30_000) {
-        lastReport = now;
-        const done = loaded.files + loaded.pins;
-        const rate = done / ((now - start) / 1000);
-        say(
-          `  loaded ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} (${Math.round(rate).toLocaleString('en-US')}/s, ` +
-            `about ${Math.round((total - done) / rate / 60)} min left)`,
-        );
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, insert));
-  if (stopped) say(`  the load reached --load-minutes (${loadMs / 60_000}) and stopped with what it had`);
-  return loaded;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The service's answers.
-
-interface ListPage {
-  items: { cid: string; createdAt: number; folderId: string | null }[];
-  nextCursor: string | null;
-}
-
-/** The record's position as GET /upload/list gives it out (api/usecases/files.ts). */
-const cursorOf = (r: { createdAt: number; _id: string }) => encodeCursor({ at: r.createdAt, id: r._id });
-
-async function getJson(url: string, apiKey: string, signal: AbortSignal): Promise<unknown> {
-  const res = await fetch(url, { headers: { 'X-Api-Key': apiKey }, signal });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`GET ${new URL(url).pathname} answered ${res.status}: ${text.slice(0, 200)}`);
-  return JSON.parse(text);
-}
-
-/** Throws unless the page is `limit` items, newest first, each passing `check`. */
-function checkPage(
-  items: { createdAt: number }[],
-  limit: number,
-  what: string,
-  check?: (item: ListPage['items'][number]) => string | undefined,
-) {
-  if (items.length !== limit) throw new Error(`${what}: ${items.length} items, expected ${limit}`);
-  for (let i = 1; i < items.length; i++) {
-    if (items[i]!.createdAt > items[i - 1]!.createdAt) throw new Error(`${what}: not newest first`);
-  }
-  for (const item of items) {
-    const wrong = check?.(item as ListPage['items'][number]);
-    if (wrong) throw new Error(`${what}: ${wrong}`);
-  }
-}
-
-interface Latencies {
-  upload: Figure;
-  pin: Figure;
-  uploaded: string[];
-  pinned: string[];
-}
-
-/** POST /upload/new of small distinct JSON files, then POST /pin of distinct local content. */
-async function serviceLatency(
-  t: { apiUrl: string; apiKey: string; kubo: Kubo; tag: string; bounds: Bounds; idle: () => Promise<void> },
-  warmUp: number,
-): Promise<Latencies> {
-  const uploaded: string[] = [];
-  let n = 0;
-  const upload = async (signal: AbortSignal) => {
-    const res = await fetch(`${t.apiUrl}/upload/new`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Api-Key': t.apiKey },
-      body: JSON.stringify({ content: { bench: 'scale', phase: t.tag, n: n++, at: Date.now() }, name: `scale-${t.tag}-${n}.json` }),
-      signal,
-    });
-    const text = await res.text();
-    if (res.status !== 201) throw new Error(`POST /upload/new answered ${res.status}: ${text.slice(0, 200)}`);
-    uploaded.push((JSON.parse(text) as { cid: string }).cid);
-  };
-  // Content for the pins is added to Kubo (not pinned) before the clock starts.
-  const files = Array.from({ length: t.bounds.samples + warmUp }, (_, i) => ({
-    content: Buffer.from(`stupa scale bench ${t.tag} ${Date.now()} block ${i}\n`),
-  }));
-  const local: string[] = [];
-  for await (const added of t.kubo.addAll(files, { cidVersion: 1, rawLeaves: true, pin: false })) local.push(added.cid.toString());
-  const pinned: string[] = [];
-  const pin = async (signal: AbortSignal) => {
-    const cid = local.shift()!;
-    const res = await fetch(`${t.apiUrl}/pin`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Api-Key': t.apiKey },
-      body: JSON.stringify({ cid }),
-      signal,
-    });
-    const text = await res.text();
-    if (res.status !== 202) throw new Error(`POST /pin answered ${res.status}: ${text.slice(0, 200)}`);
-    pinned.push(cid);
-  };
-  // The first requests of a fresh process pay for JIT and connection pools: not measured.
-  for (let i = 0; i < warmUp; i++) {
-    await upload(AbortSignal.timeout(t.bounds.timeoutMs));
-    await pin(AbortSignal.timeout(t.bounds.timeoutMs));
-  }
-  await t.idle();
-  const uploadFigure = await measure(`POST /upload/new (${t.tag})`, upload, t.bounds);
-  await t.idle();
-  const pinFigure = await measure(`POST /pin (${t.tag})`, pin, t.bounds);
-  return { upload: uploadFigure, pin: pinFigure, uploaded, pinned };
-}
-
-/** Jobs that start nothing: the sweep's signals are counted, not sent (see benchScale). */
-function countingJobs(): Jobs & { signals: number } {
-  const jobs = {
-    signals: 0,
-    start: async () => undefined,
-    cancel: async () => undefined,
-    signalWithStart: async () => {
-      jobs.signals++;
-    },
-    signal: async () => undefined,
-    state: async () => ({ state: 'none' as const }),
-    query: async () => Promise.reject(new Error('the bench runs no jobs')),
-    running: async function* () {},
-  };
-  return jobs;
-}
-
-/** The sweep schedule of the worker, paused: the bench runs a sweep itself, when it measures. */
-export async function pauseSweep(temporalAddress: string): Promise<void> {
-  const connection = await Connection.connect({ address: temporalAddress });
-  try {
-    const client = new Client({ connection, namespace: DEFAULT_TEMPORAL_NAMESPACE });
-    await client.schedule.getHandle(sweepJob.scheduleId(DEFAULT_TASK_QUEUE)).pause('npm run bench -- --scale times the sweep itself');
-  } finally {
-    await connection.close();
-  }
-}
-
-/** Waits (bounded) until the bench's pin requests are pinned, so they are not loading the worker. */
-async function untilPinned(db: Database, userId: string, cids: string[], timeoutMs: number): Promise<void> {
-  const keys = cids.map((cid) => userContentKey(userId, parseCid(cid).multihash));
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const pins = await Promise.all(keys.map((key) => db.pins.get(key)));
-    if (pins.every((p) => p?.status === 'pinned')) return;
-    if (Date.now() > deadline) throw new Error(`the bench's pins were not all pinned after ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 
 export async function benchScale(ctx: BenchContext, options: ScaleOptions): Promise<number> {
   const runStart = Date.now();

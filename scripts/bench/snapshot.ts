@@ -14,7 +14,7 @@ import { openDatabase } from '../../infra/db/index.js';
 import { createKubo } from '../../infra/kubo.js';
 import { binaryPath } from '../../infra/stack/binaries.js';
 import { apiCall, type BenchContext } from './harness.js';
-import { pauseSweep } from './scale.js';
+import { pauseSweep } from './scale-service.js';
 
 const exec = promisify(execFile);
 
