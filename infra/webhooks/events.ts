@@ -176,9 +176,8 @@ function wakeFor(jobs: Jobs, userId: string, webhookId: string): void {
  * the next events ask for no other, so a stream of events costs a few signals a second, not one
  * each. A job that is in a round when the signal comes runs another after it (the workflow
  * keeps the signal), so an event recorded as a round ends is not left behind. A lost wake-up
- * (Temporal away, the process gone) delays the
- * deliveries until the job looks by itself (every 5 minutes: workflows/webhooks.ts); they are
- * recorded, so none is lost.
+ * (Temporal away, the process gone) delays the deliveries until the job looks by itself (every
+ * 5 minutes: workflows/webhooks.ts); they are recorded, so none is lost.
  */
 const waking = new Set<string>();
 export function wake(jobs: Jobs, userId: string, webhookId: string): void {
