@@ -169,9 +169,10 @@ export function createWebhookActivities(deps: ActivityDeps) {
   }
 
   return {
-    /** A round heartbeats on a clock (activities/heartbeat.ts), not per delivery: a heartbeat
-     * crosses into the SDK's native core, and one per delivery was a fifth of the worker's CPU
-     * while uploads with a webhook ran (npm run bench -- --webhooks, profiled). */
+    /** A round heartbeats on a clock (activities/heartbeat.ts), as the other long steps do, not
+     * per delivery: a heartbeat crosses into the SDK's native core, a fifth of the worker's CPU
+     * in a profile of uploads with a webhook (npm run bench -- --webhooks; unprofiled runs show
+     * no difference the noise lets through). */
     sendWebhookRound: (input: WebhookRoundInput): Promise<WebhookRound> => heartbeating(() => round(input)),
   };
 }
