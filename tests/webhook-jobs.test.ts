@@ -2,34 +2,15 @@
 // file's own task queue: an event recorded twice is one delivery; a delivery's data is stored as
 // text and older nested data is still sent; a stream of events wakes the job about once a second
 // (the rounds linger, and the recorder counts on it), with none of them left waiting.
-import crypto from 'node:crypto';
-import type { ApiServer } from '../api/server.js';
 import { WEBHOOK_POLL_MS, WEBHOOK_ROUND_LINGER_MS, WEBHOOK_WAKE_DELAY_MS } from '../infra/constants.js';
 import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { deliveryId, recordFor } from '../infra/webhooks/events.js';
-import { receiver } from './support/webhook-receiver.js';
-import { call, createUser, plansFile, startTestApi, testEnv, type TestUser } from './support/stack.js';
-import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
+import { api, port, receiver, user, useWebhookStack } from './support/webhooks.js';
+import { call, createUser, type TestUser } from './support/stack.js';
+import { eventually } from './support/worker.js';
 
-let api: ApiServer;
-let worker: WorkerProcess;
-let user: TestUser;
 const hooks = receiver();
-let port: number;
-
-beforeAll(async () => {
-  const env = testEnv({
-    TEMPORAL_TASK_QUEUE: `webhook-jobs-${crypto.randomUUID()}`,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    PLANS_FILE: plansFile({ bodhi: { storageMB: 1, webhooks: 6 } }),
-  });
-  [api, worker, port] = await Promise.all([startTestApi(env), startWorkerProcess(env), hooks.listen()]);
-  user = await createUser(api, 'bodhi');
-}, 120_000);
-
-afterAll(async () => {
-  await Promise.all([api?.close(), worker?.kill(), hooks.close()]);
-});
+useWebhookStack(hooks);
 
 async function newWebhook(u: TestUser, path: string, events: string[]) {
   const made = await call(api, 'POST', '/webhooks', { key: u.apiKey, body: { url: `http://127.0.0.1:${port}${path}`, events } });

@@ -7,7 +7,6 @@
 import crypto from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Webhook } from 'standardwebhooks';
-import type { ApiServer } from '../api/server.js';
 import { CID } from 'multiformats/cid';
 import * as raw from 'multiformats/codecs/raw';
 import { sha256 } from 'multiformats/hashes/sha2';
@@ -17,33 +16,13 @@ import { createKubo } from '../infra/kubo.js';
 import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
 import { sendWebhook } from '../infra/webhooks/send.js';
 import { s3Client } from './support/s3.js';
-import { receiver } from './support/webhook-receiver.js';
-import { call, createUser, errorReason, plansFile, stack, startTestApi, testEnv, type TestUser } from './support/stack.js';
-import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
+import { api, env, killWorker, port, receiver, restartWorker, user, useWebhookStack } from './support/webhooks.js';
+import { call, createUser, errorReason, stack, startTestApi, testEnv, type TestUser } from './support/stack.js';
+import { eventually, startWorkerProcess } from './support/worker.js';
 
 const RETRY_PERIOD_S = 10;
-let api: ApiServer;
-let worker: WorkerProcess;
-let env: Record<string, string | undefined>;
-let user: TestUser;
 const hooks = receiver((path, n) => (path === '/flaky' && n <= 3 ? 500 : 200));
-let port: number;
-
-beforeAll(async () => {
-  env = testEnv({
-    TEMPORAL_TASK_QUEUE: `webhooks-${crypto.randomUUID()}`,
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    WEBHOOK_RETRY_PERIOD: `${RETRY_PERIOD_S}s`,
-    PIN_TIMEOUT: '3s',
-    PLANS_FILE: plansFile({ bodhi: { storageMB: 1, webhooks: 6 } }),
-  });
-  [api, worker, port] = await Promise.all([startTestApi(env), startWorkerProcess(env), hooks.listen()]);
-  user = await createUser(api, 'bodhi');
-}, 120_000);
-
-afterAll(async () => {
-  await Promise.all([api?.close(), worker?.kill(), hooks.close()]);
-});
+useWebhookStack(hooks, { WEBHOOK_RETRY_PERIOD: `${RETRY_PERIOD_S}s`, PIN_TIMEOUT: '3s' });
 
 const as = (u: TestUser, method: string, path: string, body?: unknown) => call(api, method, path, { key: u.apiKey, body });
 
@@ -247,9 +226,9 @@ test('a receiver down while the worker is killed gets everything, in order, when
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) ids.push((await as(user, 'POST', `/webhooks/${hook.id}/test`)).body.eventId);
   await eventually(async () => (await deliveries(user, hook.id)).some((d) => d.attempts.length > 0), Boolean, 20_000, 'a failed attempt');
-  await worker.kill('SIGKILL');
+  await killWorker();
   await late.listen(latePort);
-  worker = await startWorkerProcess(env);
+  await restartWorker();
   await eventually(
     async () => late.got.length,
     (n) => n >= 5,
