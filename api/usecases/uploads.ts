@@ -101,20 +101,6 @@ export async function beginUpload(
       if (car && allowed) throw new UnsupportedContent('MIME_TYPE_NOT_ALLOWED', 'this upload token takes files of given types, not CARs');
       let bytes = 0;
       let refused: Error | undefined;
-      // With allowed types, the first SNIFF_BYTES are held back until their type is checked.
-      let head: Buffer[] | undefined = allowed ? [] : undefined;
-      let headBytes = 0;
-      const release = (stream: Transform, done: (err?: Error | null) => void) => {
-        const bytesSoFar = Buffer.concat(head!);
-        head = undefined;
-        checkContentType(allowed!, mimeType, bytesSoFar).then(
-          () => {
-            stream.push(bytesSoFar);
-            done();
-          },
-          (err: Error) => done((refused = err)),
-        );
-      };
       // What is left cuts the bytes off below: from an older reading only when the bytes are
       // known to fit in it (in memory, or a body length that bounds them), since a reading from
       // before a delete could cut off an upload that fits now.
@@ -143,7 +129,21 @@ export async function beginUpload(
         });
         source.pause();
         body = source;
-        if (head) {
+        if (allowed) {
+          // With allowed types, the first SNIFF_BYTES are held back until their type is checked.
+          let head: Buffer[] | undefined = [];
+          let headBytes = 0;
+          const release = (stream: Transform, done: (err?: Error | null) => void) => {
+            const bytesSoFar = Buffer.concat(head!);
+            head = undefined;
+            checkContentType(allowed, mimeType, bytesSoFar).then(
+              () => {
+                stream.push(bytesSoFar);
+                done();
+              },
+              (err: Error) => done((refused = err)),
+            );
+          };
           // A Transform rather than an async generator: streams pass chunks on without a promise each.
           const sniffed = new Transform({
             transform(chunk: Buffer, _encoding, done) {
