@@ -7,7 +7,9 @@
 // ANSWER_MAX_BYTES; the memory holds ANSWER_MEMORY_BYTES, least recently used first out. Every
 // read still passes the surface's checks (api/gateway/app.ts, api/s3/objects.ts: an S3 key is
 // read from its record each time, so an overwritten key is never answered with the old bytes);
-// only the bytes come from here.
+// only the bytes come from here. Behind the edge, the gateway marks such an answer of a CID as
+// one the edge may keep too (X-Stupa-Keep): the edge then answers the same read again itself for
+// a second (infra/edge/caddy/answers.go).
 import type { IncomingHttpHeaders } from 'node:http';
 import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES } from '../infra/constants.js';
 

@@ -1,6 +1,7 @@
 // Starts the API process's surfaces, each on its own port (the REST API, the gateway, S3), with the
 // connections they share, and stops them gracefully.
 import type { Config } from '../infra/config.js';
+import { createEdgeAnswers } from '../infra/edge/purge.js';
 import { createClusterClient } from '../infra/cluster.js';
 import { openDatabase } from '../infra/db/index.js';
 import { migrateFileIds } from '../infra/db/files-migration.js';
@@ -45,6 +46,7 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
     jobs: createJobs(temporal.client, config.temporal.taskQueue),
     kubo: createKubo(config.kubo.apiUrl),
     cluster: createClusterClient(config.cluster.apiUrl),
+    edgeAnswers: createEdgeAnswers(config.edge, logger),
   };
   // Beating before it serves: the sweep tells a request cut by this process's death by it.
   const stopBeating = await db.processes.startBeating('api');

@@ -39,8 +39,9 @@ export interface Config {
   /** The edge in front of the service (infra/stack/edge.ts): `secret` authenticates its access
    * decisions (`GET /_edge/gateway` on the gateway port answers only requests carrying it);
    * `reportPort`, when set, is where this process takes the edge's access log (bytes served),
-   * which it meters. Both null without an edge. */
-  edge: { secret: string | null; reportPort: number | null };
+   * which it meters. Both null without an edge. `purgeUrls`: every edge's purge listener, told
+   * when an account's access rules change (infra/edge/purge.ts). */
+  edge: { secret: string | null; reportPort: number | null; purgeUrls: string[] };
   /** GET /image/:cid: derivatives cached in `cacheDir` up to `cacheBytes`; sources up to
    * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */
   /** The S3 interface: its port; the domain whose subdomains are buckets (virtual-host style,
@@ -103,6 +104,16 @@ const envSchema = z.object({
   S3_PORT: port.default(C.DEFAULT_S3_PORT),
   EDGE_SECRET: z.string().min(32, 'must be at least 32 characters (npm start makes one per start)').optional(),
   EDGE_REPORT_PORT: port.optional(),
+  EDGE_PURGE_URLS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((a) => a.trim().replace(/\/+$/, ''))
+        .filter(Boolean),
+    )
+    .pipe(z.array(url).max(100))
+    .optional(),
   S3_PUBLIC_URL: url.optional(),
   S3_DOMAIN: z.string().min(1).optional(),
   S3_REGION: z
@@ -289,7 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     uploads: { jsonLimit: e.UPLOAD_JSON_LIMIT },
     gatewayUrl: e.GATEWAY_URL ? e.GATEWAY_URL.replace(/\/+$/, '') : null,
     gateway: gatewaySettings(e.GATEWAY_PORT, e.GATEWAY_PUBLIC_URL),
-    edge: { secret: e.EDGE_SECRET ?? null, reportPort: e.EDGE_REPORT_PORT ?? null },
+    edge: { secret: e.EDGE_SECRET ?? null, reportPort: e.EDGE_REPORT_PORT ?? null, purgeUrls: e.EDGE_PURGE_URLS ?? [] },
     s3: {
       port: e.S3_PORT,
       publicUrl: e.S3_PUBLIC_URL ? new URL(e.S3_PUBLIC_URL).origin : null,

@@ -47,6 +47,12 @@ export const GATEWAY_TOKENS_MAX = 100;
 /** The gateway and S3 GetObject each keep complete answers of immutable content up to this size in memory, this much each (api/answers.ts). */
 export const ANSWER_MAX_BYTES = 64 * 1024;
 export const ANSWER_MEMORY_BYTES = 64 * 1024 * 1024;
+/** How long the edge answers a read again from what the API marked as keepable
+ * (infra/edge/caddy/answers.go): as long as the API remembers a hold, so a released hold stops
+ * reads within the same bound. Changes of access rules purge the edge's answers at once. */
+export const EDGE_ANSWER_TTL_MS = HELD_MEMORY_MS;
+/** How long the API waits for an edge to forget an account's answers (infra/edge/purge.ts). */
+export const EDGE_PURGE_TIMEOUT_MS = 2_000;
 /** How much of a refused S3 request's body is still read and dropped so the answer reaches a
  * proxy in front, which writes the body before it reads (api/s3/app.ts); past it, the
  * connection is cut. */

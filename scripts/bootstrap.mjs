@@ -57,11 +57,13 @@ function ensureDependencies() {
   log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches. Same rule as infra/stack/binaries.ts. */
+/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches or an overlay. Same rule as infra/stack/binaries.ts. */
 function buildName(spec) {
-  if (!spec.patches?.length) return spec.version;
+  const overlay = Object.entries(spec.overlay ?? {});
+  if (!spec.patches?.length && overlay.length === 0) return spec.version;
   const hash = crypto.createHash('sha256');
-  for (const patch of spec.patches) hash.update(fs.readFileSync(path.join(root, patch)));
+  for (const patch of spec.patches ?? []) hash.update(fs.readFileSync(path.join(root, patch)));
+  for (const [target, ours] of overlay) hash.update(`${target}\0`).update(fs.readFileSync(path.join(root, ours)));
   return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
 }
 
@@ -106,8 +108,8 @@ function buildComponent(name, spec) {
   let srcDir = info.Dir;
   const work = fs.mkdtempSync(path.join(cacheDir, `build-${name}-`));
   try {
-    if (spec.versionFile || spec.patches) {
-      // The module cache copy is read-only: version files and patches go into a writable copy.
+    if (spec.versionFile || spec.patches || spec.overlay) {
+      // The module cache copy is read-only: version files, patches and overlays go into a writable copy.
       srcDir = path.join(work, 'src');
       fs.cpSync(info.Dir, srcDir, { recursive: true });
       makeWritable(srcDir);
@@ -117,6 +119,12 @@ function buildComponent(name, spec) {
       fs.writeFileSync(path.join(srcDir, spec.versionFile), `${spec.version}\n`);
     }
     if (spec.patches) applyPatches(name, srcDir, spec.patches);
+    // Our own source files, added where the module's build picks them up (Caddy: handlers of ours
+    // in its main package, which registers them with its other modules).
+    for (const [target, ours] of Object.entries(spec.overlay ?? {})) {
+      fs.copyFileSync(path.join(root, ours), path.join(srcDir, target));
+      log(`  added ${ours} as ${target}`);
+    }
     const tmpOut = path.join(work, 'out');
     fs.mkdirSync(tmpOut, { recursive: true });
     for (const cmd of missing) {

@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { API_KEEPALIVE_MS, EDGE_UPSTREAM_KEEPALIVE_MS } from '../infra/edge/protocol.js';
+import { EDGE_ANSWER_TTL_MS } from '../infra/constants.js';
+import { API_KEEPALIVE_MS, EDGE_PURGE_PATH, EDGE_SECRET_HEADER, EDGE_UPSTREAM_KEEPALIVE_MS } from '../infra/edge/protocol.js';
 import { recordingKubo, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { s3Client } from './support/s3.js';
@@ -106,7 +107,7 @@ describe('through the edge', () => {
     expect(await sent()).toBe(3 * bytes.length + 100);
   });
 
-  test('small answers come from the API (read from Kubo once, then kept) through the edge, metered by the API', async () => {
+  test('a small answer: read from Kubo once by the API, then answered by the edge itself for a second, metered, and forgotten when the rules change', async () => {
     const { user, slug } = await account(edged, 'bodhi');
     const text = 'small and read often';
     const { cid } = await upload(edged, user, text);
@@ -118,16 +119,48 @@ describe('through the edge', () => {
     for (const answer of [first, again]) {
       expect([answer.status, answer.body.toString(), answer.headers.etag]).toEqual([200, text, `"${cid}"`]);
       expect(answer.headers['cache-control']).toContain('immutable');
+      expect(answer.headers['x-stupa-keep']).toBeUndefined();
     }
-    expect((await read(edged, slug, `/ipfs/${cid}`, { 'If-None-Match': `"${cid}"` })).status).toBe(304);
+    expect([first.headers['cache-status'], again.headers['cache-status']]).toEqual([undefined, 'stupa-edge; hit']);
+    expect(again.headers['content-length']).toBe(String(text.length));
+    // Another reader's address, token or Origin is another decision: not this answer.
+    const withOrigin = await read(edged, slug, `/ipfs/${cid}`, { Origin: 'https://app.example.com' });
+    expect([withOrigin.status, withOrigin.headers['cache-status']]).toEqual([200, undefined]);
+    // A condition goes to the API, which answers it from its memory.
+    const unchanged = await read(edged, slug, `/ipfs/${cid}`, { 'If-None-Match': `"${cid}"` });
+    expect([unchanged.status, unchanged.headers['cache-status']]).toEqual([304, undefined]);
     // The edge never asked Kubo: the API did, once, and answered the rest from memory.
     expect(kubo.seen).toEqual([]);
     // A range is not kept: the edge serves it from Kubo.
     const ranged = await read(edged, slug, `/ipfs/${cid}`, { Range: 'bytes=0-4' });
     expect([ranged.status, ranged.body.toString()]).toEqual([206, 'small']);
     expect(kubo.seen.map((s) => s.headers.range)).toEqual(['bytes=0-4']);
-    // Two whole answers from the API, the range from the edge's report.
-    await eventually(sent, (n) => n === 2 * text.length + 5, 10_000, 'bytes metered');
+    // Three whole answers: two from the API, the edge's own from its report, as the range's.
+    await eventually(sent, (n) => n === 3 * text.length + 5, 10_000, 'bytes metered');
+
+    // A second later the API is asked again.
+    await new Promise((r) => setTimeout(r, EDGE_ANSWER_TTL_MS + 100));
+    expect((await read(edged, slug, `/ipfs/${cid}`)).headers['cache-status']).toBeUndefined();
+    expect((await read(edged, slug, `/ipfs/${cid}`)).headers['cache-status']).toBe('stupa-edge; hit');
+    // A change of the account's rules is in force when it is confirmed: the edge forgot.
+    expect((await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { ipAllowlist: ['10.0.0.0/8'] } })).status).toBe(
+      200,
+    );
+    expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(403);
+    await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { ipAllowlist: [] } });
+    expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(200);
+  });
+
+  test("the edge's purge listener takes only the service's requests", async () => {
+    const purge = async (headers: Record<string, string>, path = EDGE_PURGE_PATH) => {
+      const res = await fetch(`${edged.env.EDGE_PURGE_URLS}${path}`, { method: 'POST', headers, body: 'usr_x' });
+      const text = await res.text();
+      return [res.status, text && (JSON.parse(text) as { error: { reason: string } }).error.reason];
+    };
+    expect(await purge({})).toEqual([403, 'EDGE_PURGE_REFUSED']);
+    expect(await purge({ [EDGE_SECRET_HEADER]: 'not the secret' })).toEqual([403, 'EDGE_PURGE_REFUSED']);
+    expect(await purge({ [EDGE_SECRET_HEADER]: edged.env.EDGE_SECRET }, '/elsewhere')).toEqual([404, 'EDGE_PURGE_REFUSED']);
+    expect(await purge({ [EDGE_SECRET_HEADER]: edged.env.EDGE_SECRET })).toEqual([204, '']);
   });
 
   test('a large S3 upload the API refuses gets its error through the edge, and the next requests are answered', async () => {

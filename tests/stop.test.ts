@@ -64,8 +64,8 @@ function killAll(processes: { pid: number }[]): void {
 async function pickPortBase(): Promise<number> {
   for (;;) {
     const base = 20_000 + crypto.randomInt(0, 110) * 100;
-    // The edge's public ports and reports, the API process's own (npmStart below).
-    const service = [450, 451, 460, 470, 471, 480, 481].map((offset) => [`service ${offset}`, base + offset]);
+    // The edge's public ports, reports and purge listener, the API process's own (npmStart below).
+    const service = [450, 451, 460, 461, 470, 471, 480, 481].map((offset) => [`service ${offset}`, base + offset]);
     const ports = Object.fromEntries([...Object.entries(PORT_OFFSETS).map(([name, offset]) => [name, base + offset]), ...service]);
     try {
       await assertPortsFree(ports);
@@ -100,7 +100,8 @@ function npmStart(): Run {
       DATA_DIR: dataDir,
       STACK_PORT_BASE: String(portBase),
       API_HOST: '127.0.0.1',
-      // The edge takes these; the API process the ports after each, the edge's reports API_PORT + 10.
+      // The edge takes these; the API process the ports after each, the edge's reports API_PORT + 10
+      // and its purge listener API_PORT + 11.
       API_PORT: String(apiPort()),
       GATEWAY_PORT: String(apiPort() + 20),
       S3_PORT: String(apiPort() + 30),

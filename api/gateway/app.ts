@@ -29,6 +29,7 @@ import type { HeldMemory } from '../usecases/held.js';
 import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from '../answers.js';
 import { servesHostName } from '../usecases/edge.js';
 import { edgeDecision } from '../edge.js';
+import { EDGE_KEEP_HEADER } from '../../infra/edge/protocol.js';
 import { allowAtEdge, EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from './edge.js';
 import { sendError } from './errors.js';
 
@@ -130,7 +131,9 @@ export function createGatewayHandler(deps: GatewayDeps): (req: IncomingMessage, 
     // The path inside the content as the reader sent it (still percent-encoded), slashes kept.
     const upstreamPath = `/ipfs/${target.cid}${match[3] ?? ''}${kuboQuery(url.searchParams)}`;
     const key = answers.keyOf(upstreamPath, method, req.headers);
-    const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key };
+    // A kept answer of a CID the edge may answer again itself; one of a name (whose target moves) it may not.
+    const keepAtEdge = edge && namespace === 'ipfs' ? account.user._id : null;
+    const ctx: RelayContext = { namespace, id, target, account, bandwidth: deps.bandwidth, answers, key, keepAtEdge };
     const kept = key ? answers.get(key) : undefined;
     if (kept) return sendKept(req, res, kept, ctx);
     // Behind the edge, an answer that may be kept is read from Kubo here first: a small one is
@@ -183,6 +186,8 @@ interface RelayContext {
   answers: AnswerMemory;
   /** Where a small complete answer is kept, when it may be. */
   key: string | null;
+  /** Behind the edge: the account the edge meters the answer against when it keeps it too. */
+  keepAtEdge: string | null;
 }
 
 /** The headers as the reader gets them: an IPNS or folder path keeps its own path and lifetime. */
@@ -207,7 +212,7 @@ function sendKept(req: IncomingMessage, res: ServerResponse, kept: KeptAnswer, c
     res.writeHead(304, rest).end();
     return;
   }
-  res.writeHead(200, headers).end(kept.body);
+  res.writeHead(200, ctx.keepAtEdge ? { ...headers, [EDGE_KEEP_HEADER]: ctx.keepAtEdge } : headers).end(kept.body);
   ctx.bandwidth.add(ctx.account.user._id, kept.body.length);
 }
 
@@ -227,11 +232,12 @@ function relay(upstream: IncomingMessage, res: ServerResponse, ctx: RelayContext
     const value = upstream.headers[name];
     if (value !== undefined) headers[name] = value;
   }
-  res.writeHead(status, readerHeaders(headers, ctx));
+  const keep = ctx.key && status === 200 ? ctx.answers.collector(ctx.key, headers) : null;
+  const marked = keep && ctx.keepAtEdge ? { [EDGE_KEEP_HEADER]: ctx.keepAtEdge } : {};
+  res.writeHead(status, { ...readerHeaders(headers, ctx), ...marked });
   // What was handed to the response counts, also when the reader leaves midway (then up to
   // the response's buffer more than reached the reader).
   let sent = 0;
-  const keep = ctx.key && status === 200 ? ctx.answers.collector(ctx.key, headers) : null;
   upstream.on('data', (chunk: Buffer) => {
     sent += chunk.length;
     keep?.add(chunk);

@@ -2,7 +2,8 @@
 // gateway for the access decision (a GET of /_edge/gateway carrying the reader's Host, headers
 // and, in X-Forwarded-*, its method, URI and address); the same handler that serves reads
 // decides, and either answers the reader itself (an error in its documented shape, or a small
-// answer it keeps in memory: api/gateway/app.ts), which the edge passes on unchanged, or
+// answer it keeps in memory: api/gateway/app.ts), which the edge passes on (and may keep, when
+// marked so: infra/edge/caddy/answers.go), or
 // answers with what the edge needs to serve the bytes from Kubo's gateway: the path there, the
 // account to meter, the reader's CORS headers and, for /ipns and /folders, the path and
 // lifetime the reader sees. The edge then reports each answer's size in its access log, sent

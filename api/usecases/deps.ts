@@ -4,6 +4,7 @@ import type { ClusterClient } from '../../infra/cluster.js';
 import type { Config } from '../../infra/config.js';
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import type { Database } from '../../infra/db/index.js';
+import type { EdgeAnswers } from '../../infra/edge/purge.js';
 import type { Kubo } from '../../infra/kubo.js';
 import type { Plan } from '../../infra/plans.js';
 import type { User } from '../../infra/db/users.js';
@@ -16,6 +17,8 @@ export interface UseCaseDeps {
   kubo: Kubo;
   /** IPFS Cluster: uploads pin what they add inline (infra/hold-sync.ts). */
   cluster: ClusterClient;
+  /** The edges' kept gateway answers, forgotten when an account's access rules change. */
+  edgeAnswers: EdgeAnswers;
 }
 
 /** An authenticated caller: the user, their plan, and the key they used (none from the CLI). */

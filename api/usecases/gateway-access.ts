@@ -15,7 +15,7 @@ import { digest, digestsEqual, randomBase62 } from '../../infra/secrets.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, LimitReached, NotFound } from './errors.js';
 
-type Deps = Pick<UseCaseDeps, 'db' | 'config'>;
+type Deps = Pick<UseCaseDeps, 'db' | 'config' | 'edgeAnswers'>;
 
 /** An address (`203.0.113.7`, `2001:db8::1`) or a CIDR range (`10.0.0.0/8`), normalised. */
 export function normaliseIpEntry(entry: string): string {
@@ -54,6 +54,7 @@ export async function updateGatewaySettings(deps: Deps, caller: Caller, changes:
     allowedOrigins: changes.allowedOrigins ? [...new Set(changes.allowedOrigins.map(normaliseOrigin))] : current.allowedOrigins,
   };
   await deps.db.users.setGatewaySettings(caller.user._id, next);
+  await deps.edgeAnswers.forget(caller.user._id);
   return next;
 }
 
@@ -118,5 +119,6 @@ export async function deleteGatewayToken(deps: Deps, caller: Caller, tokenOrPref
   }
   if (!(await deps.db.gatewayTokens.delete(caller.user._id, prefix))) throw new NotFound('gateway token');
   await deps.db.counters.give(tokensKey(caller.user._id));
+  await deps.edgeAnswers.forget(caller.user._id);
   return { tokenPrefix: prefix };
 }

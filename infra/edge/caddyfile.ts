@@ -11,7 +11,10 @@
 //   - an S3 GET likewise to S3's decision (api/s3/edge.ts), which answers everything but the
 //     bytes of a large object or a range; those come from Kubo with the object's headers;
 //   - its access log of gateway reads (each answer's size and account) as JSON lines to the
-//     API process that meters them (EDGE_REPORT_PORT).
+//     API process that meters them (EDGE_REPORT_PORT);
+//   - a small answer the service marked as keepable is answered again by the edge itself for a
+//     second (infra/edge/caddy/answers.go, built into the edge), and forgotten at once when the
+//     service says the account's rules changed (the purge port).
 // With `tls`, the public names get certificates: `internal` from Caddy's own local CA (tests,
 // private networks), `acme` from Let's Encrypt, account gateways and buckets on demand (each
 // subdomain's certificate when it is first asked for, once the service says the name is its own).
@@ -20,9 +23,12 @@
 // Why Caddy: it measured 0.55–0.65 CPU s per GiB relayed here against HAProxy's 0.38–0.48
 // (#29), but HAProxy 2.6 has no access-decision hook without a Lua script of our own, and Caddy
 // has a reverse proxy that can act on its upstream's answer (forward_auth, handle_response), health checks, TLS with its own CA and ACME, and a net log writer built in.
+import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES, EDGE_ANSWER_TTL_MS } from '../constants.js';
 import {
   EDGE_DECISION_PATH,
   EDGE_HEADERS,
+  EDGE_KEEP_HEADER,
+  EDGE_PURGE_PATH,
   EDGE_S3_DECISION_PATH,
   EDGE_SECRET_HEADER,
   EDGE_TLS_ASK_PATH,
@@ -51,8 +57,10 @@ export interface EdgeOptions {
   /** Where the public ports listen (127.0.0.1 locally; 0.0.0.0 in a deployment). */
   host: string;
   /** The public ports; with `tls`, `api` is the HTTPS port of every name and `gateway` and `s3`
-   * are unused, and `http` (when given) redirects to HTTPS (ACME's HTTP challenge too). */
-  ports: { api: number; gateway: number; s3: number; http?: number };
+   * are unused, and `http` (when given) redirects to HTTPS (ACME's HTTP challenge too).
+   * `purge` (plain HTTP on `host`, for the API processes only: EDGE_PURGE_URLS) is where the
+   * service has the edge forget an account's kept answers. */
+  ports: { api: number; gateway: number; s3: number; http?: number; purge?: number };
   apis: EdgeUpstream[];
   /** Kubo gateways (host:port), tried in order: with Gateway.NoFetch a peer that does not hold
    * the content answers 404 and the next is asked. */
@@ -293,6 +301,13 @@ function gatewayRoutes(options: EdgeOptions): string[] {
     ['cache', EDGE_HEADERS.cache, 'Cache-Control'],
   ];
   const route = [
+    // A small answer the service marked as keepable, answered again here (answers.go).
+    ...block('stupa_answers', [
+      `ttl ${EDGE_ANSWER_TTL_MS}ms`,
+      `max_answer ${ANSWER_MAX_BYTES}`,
+      `max_total ${ANSWER_MEMORY_BYTES}`,
+      `keep_header ${EDGE_KEEP_HEADER}`,
+    ]),
     ...decision(decisions, EDGE_DECISION_PATH, options.secret, copies),
     ...(options.reports ? [`log_append account {http.request.header.${EDGE_HEADERS.account}}`] : []),
     ...responseHeaders.flatMap(([name, copy, header]) => [
@@ -380,5 +395,20 @@ export function edgeCaddyfile(options: EdgeOptions): string {
         ...site(`http://:${ports.gateway}`, [...gatewayRoutes(options), ...unavailable('json')]),
         ...site(`http://:${ports.s3}`, [...s3, ...unavailable('s3')]),
       ];
-  return ['{', ...global.map((l) => `\t${l}`), '}', ...lines, ''].join('\n');
+  const purgeOnly = `this listener takes POST ${EDGE_PURGE_PATH} from the service's processes only`;
+  const purge = ports.purge
+    ? site(`http://:${ports.purge}`, [
+        // Our handlers have no place in Caddy's directive order: in a route, they run as written.
+        ...block(
+          `handle ${EDGE_PURGE_PATH}`,
+          block('route', block('stupa_answers_purge', [`secret "${options.secret}"`, `secret_header ${EDGE_SECRET_HEADER}`])),
+        ),
+        ...block('handle', ['error 404']),
+        ...block('handle_errors', [
+          'header Content-Type "application/json; charset=utf-8"',
+          `respond \`{"error":{"reason":"EDGE_PURGE_REFUSED","details":"${purgeOnly}"}}\` {err.status_code}`,
+        ]),
+      ])
+    : [];
+  return ['{', ...global.map((l) => `\t${l}`), '}', ...lines, ...purge, ''].join('\n');
 }

@@ -2,7 +2,8 @@
 // writes one for npm start from its own stack). It reads the environment the API
 // processes are given, so both sides agree: the public URLs (the edge listens on their ports;
 // with EDGE_TLS, on PUBLIC_URL's), API_PORT, GATEWAY_PORT and S3_PORT (where every API process
-// listens), KUBO_GATEWAY_URL and KUBO_PEER_GATEWAY_URLS, EDGE_SECRET and EDGE_REPORT_PORT; and
+// listens), KUBO_GATEWAY_URL and KUBO_PEER_GATEWAY_URLS, EDGE_SECRET, EDGE_REPORT_PORT and
+// EDGE_PURGE_URLS (the edge's purge listener takes the first one's port); and
 // EDGE_APIS, the API processes' host names (comma-separated; in Kubernetes, their Service),
 // EDGE_HOST (default 0.0.0.0), EDGE_TLS, EDGE_HTTP_PORT, EDGE_ACME_EMAIL.
 // The Kubernetes manifests run it in the edge pod's init container.
@@ -49,6 +50,8 @@ process.stdout.write(
       gateway: portOf(urls.gateway),
       s3: portOf(urls.s3),
       ...(env.EDGE_HTTP_PORT ? { http: Number(env.EDGE_HTTP_PORT) } : {}),
+      // The API processes' EDGE_PURGE_URLS name this edge's purge listener: its port.
+      ...(config.edge.purgeUrls[0] ? { purge: portOf(new URL(config.edge.purgeUrls[0])) } : {}),
     },
     apis: apis.map((host) => ({
       api: `${host}:${config.api.port}`,

@@ -7,7 +7,12 @@ export const EDGE_DECISION_PATH = '/_edge/gateway';
 export const EDGE_S3_DECISION_PATH = '/_edge/s3';
 /** Caddy's on-demand TLS asks here whether a name is the service's (api/usecases/edge.ts). */
 export const EDGE_TLS_ASK_PATH = '/_edge/tls-ask';
+/** Where an edge's purge listener (EDGE_PURGE_URLS) takes the accounts whose kept answers it forgets. */
+export const EDGE_PURGE_PATH = '/_edge/purge';
 export const EDGE_SECRET_HEADER = 'x-stupa-edge-secret';
+/** On an answer of the service's own: the edge may keep it (infra/edge/caddy/answers.go) and
+ * answer the same read again itself, metered against the account this names. */
+export const EDGE_KEEP_HEADER = 'X-Stupa-Keep';
 
 /**
  * How long an API surface keeps an idle keep-alive connection (api/listen.ts), and how long the
@@ -23,6 +28,7 @@ export const EDGE_UPSTREAM_KEEPALIVE_MS = 3_000;
 /** The headers of an allowing decision, copied by the edge into its request to Kubo's gateway. */
 export const EDGE_HEADERS = {
   account: 'X-Stupa-Account',
+
   /** The path (and query, possibly empty) to ask Kubo's gateway for; its presence is the "allowed". */
   path: 'X-Stupa-Path',
   /** S3: the Range to ask Kubo for (`bytes=<first>-<last>`), or `none` for the whole content. */

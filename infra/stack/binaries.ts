@@ -1,12 +1,19 @@
 // Where scripts/bootstrap.mjs put the stack's commands: the same rule as its binDir(),
-// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>[+p<hash of its patches>]/<command>.
+// ${STUPA_CACHE_DIR:-~/.cache/stupa}/bin/<component>-<version>[+p<hash of its patches and overlay>]/<command>.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../paths.js';
 
-type Component = { module: string; version: string; patches?: string[]; commands: Record<string, string> };
+type Component = {
+  module: string;
+  version: string;
+  patches?: string[];
+  /** Files of ours added to the module's source before the build: its path → ours. */
+  overlay?: Record<string, string>;
+  commands: Record<string, string>;
+};
 interface Manifest {
   components: Record<string, Component>;
   /** Built by `npm run bench` only (bootstrap --bench): servers the benchmarks compare with. */
@@ -21,11 +28,13 @@ export function cacheDir(): string {
   return process.env.STUPA_CACHE_DIR || path.join(os.homedir(), '.cache', 'stupa');
 }
 
-/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches: a change of a patch is a new build. */
+/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches or an overlay: a change of either is a new build. */
 function buildName(spec: Component): string {
-  if (!spec.patches?.length) return spec.version;
+  const overlay = Object.entries(spec.overlay ?? {});
+  if (!spec.patches?.length && overlay.length === 0) return spec.version;
   const hash = crypto.createHash('sha256');
-  for (const patch of spec.patches) hash.update(fs.readFileSync(path.join(projectRoot, patch)));
+  for (const patch of spec.patches ?? []) hash.update(fs.readFileSync(path.join(projectRoot, patch)));
+  for (const [target, ours] of overlay) hash.update(`${target}\0`).update(fs.readFileSync(path.join(projectRoot, ours)));
   return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
 }
 

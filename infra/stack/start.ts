@@ -68,6 +68,8 @@ function edgeSettings(): { on: boolean; tls: EdgeTls['mode'] | null; secret: str
 const edge = edgeSettings();
 /** The API process with EDGE_REPORT_PORT takes the edge's reports on API_PORT + this. */
 const EDGE_REPORT_PORT_OFFSET = 10;
+/** The edge's purge listener (EDGE_PURGE_URLS of the API processes) is on API_PORT + this. */
+const EDGE_PURGE_PORT_OFFSET = 11;
 /** How often the supervisor checks that the edge still runs. */
 const EDGE_WATCH_MS = 1000;
 let edgeStop: (() => Promise<void>) | undefined;
@@ -102,6 +104,7 @@ function assertPortsDistinct(): void {
     claim(publicPorts.gateway, 'the public gateway');
     claim(publicPorts.s3, 'the public S3');
     claim(publicPorts.api + EDGE_REPORT_PORT_OFFSET, "the edge's reports");
+    claim(publicPorts.api + EDGE_PURGE_PORT_OFFSET, "the edge's purge listener");
   }
   for (let n = 0; n < shape.apis; n++) {
     const p = ports(n);
@@ -109,6 +112,11 @@ function assertPortsDistinct(): void {
     claim(Number(p.GATEWAY_PORT), `API process ${n + 1}'s gateway`);
     claim(Number(p.S3_PORT), `API process ${n + 1}'s S3`);
   }
+}
+
+/** An address to reach a listener bound to `host` at (every interface: this machine's loopback). */
+function reachable(host: string): string {
+  return host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
 }
 
 function say(line: string): void {
@@ -239,7 +247,13 @@ async function main(): Promise<void> {
   const s3Url = process.env.S3_PUBLIC_URL || `http://${DEFAULT_S3_DOMAIN}:${publicPorts.s3}`;
   // Behind the edge, the links an API process hands out name the edge.
   const publicEnv: NodeJS.ProcessEnv = edge.on
-    ? { PUBLIC_URL: apiUrl, GATEWAY_PUBLIC_URL: gatewayUrl, S3_PUBLIC_URL: s3Url, EDGE_SECRET: edge.secret }
+    ? {
+        PUBLIC_URL: apiUrl,
+        GATEWAY_PUBLIC_URL: gatewayUrl,
+        S3_PUBLIC_URL: s3Url,
+        EDGE_SECRET: edge.secret,
+        EDGE_PURGE_URLS: `http://${reachable(process.env.EDGE_HOST || host)}:${publicPorts.api + EDGE_PURGE_PORT_OFFSET}`,
+      }
     : {};
   const suffix = (kind: string, n: number) => (n === 0 ? kind : `${kind}-${n + 1}`);
   if (!stackOnly) {
@@ -343,8 +357,9 @@ async function runEdge(
           ...plan.publicPorts,
           api: Number(new URL(plan.apiUrl).port || 443),
           ...(process.env.EDGE_HTTP_PORT ? { http: Number(process.env.EDGE_HTTP_PORT) } : {}),
+          purge: plan.publicPorts.api + EDGE_PURGE_PORT_OFFSET,
         }
-      : plan.publicPorts,
+      : { ...plan.publicPorts, purge: plan.publicPorts.api + EDGE_PURGE_PORT_OFFSET },
     apis: plan.upstreams.map((p) => ({ api: `${host}:${p.API_PORT}`, gateway: `${host}:${p.GATEWAY_PORT}`, s3: `${host}:${p.S3_PORT}` })),
     kuboGateways,
     secret: edge.secret,

@@ -14,6 +14,8 @@ export interface EdgedApi {
   api: ApiServer;
   apis: ApiServer[];
   edge: Edge;
+  /** What the API processes were given about the edge: EDGE_SECRET, EDGE_PURGE_URLS. */
+  env: { EDGE_SECRET: string; EDGE_PURGE_URLS: string };
   /** The edge's public addresses. */
   urls: { api: string; gateway: string; s3: string };
   ports: { api: number; gateway: number; s3: number };
@@ -26,7 +28,7 @@ export async function startEdgedApi(
   env: Record<string, string | undefined> = {},
   options: { apis?: number; kuboGateway?: string; tls?: Omit<EdgeTls, 'mode'> & { mode: 'internal' } } = {},
 ): Promise<EdgedApi> {
-  const [apiPort, gatewayPort, s3Port, reportPort] = await freePorts(4);
+  const [apiPort, gatewayPort, s3Port, reportPort, purgePort] = await freePorts(5);
   const ports = { api: apiPort!, gateway: gatewayPort!, s3: s3Port! };
   const secret = crypto.randomBytes(32).toString('hex');
   const urls = options.tls
@@ -39,6 +41,7 @@ export async function startEdgedApi(
   const common = {
     MASTER_KEY: crypto.randomBytes(32).toString('hex'),
     EDGE_SECRET: secret,
+    EDGE_PURGE_URLS: `http://127.0.0.1:${purgePort}`,
     PUBLIC_URL: urls.api,
     GATEWAY_PUBLIC_URL: urls.gateway,
     S3_PUBLIC_URL: urls.s3,
@@ -52,7 +55,7 @@ export async function startEdgedApi(
   const edgeOptions = {
     dataDir: tempDir('stupa-edge-'),
     host: '127.0.0.1',
-    ports,
+    ports: { ...ports, purge: purgePort! },
     apis: apis.map((a) => ({ api: hostPort(a.url), gateway: hostPort(a.gatewayUrl), s3: hostPort(a.s3Url) })),
     kuboGateways: [hostPort(options.kuboGateway ?? process.env.STUPA_TEST_KUBO_GATEWAY_URL!)],
     secret,
@@ -66,6 +69,7 @@ export async function startEdgedApi(
     get edge() {
       return edge;
     },
+    env: { EDGE_SECRET: secret, EDGE_PURGE_URLS: `http://127.0.0.1:${purgePort}` },
     urls,
     ports,
     async restartEdge() {
