@@ -3,7 +3,6 @@
 // from the test stack's Kubo gateway (or from `kuboGateway`, e.g. a recorder), and the API
 // taking the edge's reports.
 import crypto from 'node:crypto';
-import http from 'node:http';
 import type { ApiServer } from '../../api/server.js';
 import { startEdge, type Edge, type EdgeTls } from '../../infra/stack/edge.js';
 import { freePorts } from '../../infra/stack/ports.js';
@@ -81,46 +80,4 @@ export async function startEdgedApi(
       await Promise.all(apis.map((a) => a.close()));
     },
   };
-}
-
-export interface RecordingKubo {
-  url: string;
-  seen: { url: string; headers: http.IncomingHttpHeaders }[];
-  /** When set, every request is answered with this status instead of Kubo's answer. */
-  failWith: number | null;
-  close(): Promise<void>;
-}
-
-/** A relay in front of Kubo's gateway that records every request reaching it. */
-export async function recordingKubo(): Promise<RecordingKubo> {
-  const kubo = new URL(process.env.STUPA_TEST_KUBO_GATEWAY_URL!);
-  const server = http.createServer((req, res) => {
-    recorder.seen.push({ url: req.url ?? '', headers: req.headers });
-    if (recorder.failWith !== null) {
-      res.writeHead(recorder.failWith, { 'content-type': 'text/plain' }).end('failed on purpose');
-      return;
-    }
-    const upstream = http.request(
-      { host: kubo.hostname, port: kubo.port, path: req.url, method: req.method, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    upstream.on('error', () => res.destroy());
-    req.pipe(upstream);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const recorder: RecordingKubo = {
-    url: `http://127.0.0.1:${port}`,
-    seen: [],
-    failWith: null,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  return recorder;
 }
