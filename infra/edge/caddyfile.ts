@@ -91,7 +91,18 @@ const HEALTH = ['health_uri /readyz', 'health_interval 2s', 'health_timeout 2s',
 // Caddy flushes answers of unknown length at once by itself; `flush_interval -1` is not set, as
 // it would also keep a request to the backend going after its client left. Idle connections to
 // an API process are closed by the edge before the process would close them (protocol.ts).
-const BALANCED = ['lb_policy round_robin', 'lb_retries 8', 'transport http {', `\tkeepalive ${EDGE_UPSTREAM_KEEPALIVE_MS / 1000}s`, '}'];
+// The edge has answered a client's `Expect: 100-continue` itself (stupa_continue, below), so the
+// API is not asked again: with the header, an API process refusing at once closed the connection
+// as Caddy was sending the body, and the reader got a 503 (5-6 of 300 unsigned S3 PUTs of
+// 256 KiB through npm start's edge); without it, the process reads and drops the body and refuses.
+const BALANCED = [
+  'lb_policy round_robin',
+  'lb_retries 8',
+  'header_up -Expect',
+  'transport http {',
+  `\tkeepalive ${EDGE_UPSTREAM_KEEPALIVE_MS / 1000}s`,
+  '}',
+];
 
 const block = (head: string, lines: string[], indent = ''): string[] => [
   `${indent}${head} {`,
@@ -368,6 +379,9 @@ export function edgeCaddyfile(options: EdgeOptions): string {
     ...(tls?.mode === 'internal' ? ['skip_install_trust'] : []),
     ...(tls?.mode === 'acme' ? block('on_demand_tls', [`ask http://${options.apis[0]!.gateway}${EDGE_TLS_ASK_PATH}`]) : []),
     `default_bind ${options.host}`,
+    // Before anything else: an interim 100 Continue at once, for every request that asks
+    // (infra/edge/caddy/continue.go: else a refusal could leave both sides waiting).
+    'order stupa_continue first',
     ...block('servers', ['timeouts {', '\tread_header 10s', '\tidle 2m', '}']),
     // Why the edge answered an error itself (an upstream refused, reset or none is up): Caddy logs
     // an error its handle_errors answered only at DEBUG, so without this the log says nothing of
@@ -381,7 +395,7 @@ export function edgeCaddyfile(options: EdgeOptions): string {
   ];
   const siteTls = (wildcard: boolean) =>
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
-  const site = (address: string, lines: string[]) => ['', ...block(address, lines)];
+  const site = (address: string, lines: string[]) => ['', ...block(address, ['stupa_continue', ...lines])];
   const api = block(`reverse_proxy ${apis('api')}`, [...BALANCED, ...HEALTH]);
   const s3 = s3Routes(options);
   const lines = tls
