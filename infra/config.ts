@@ -61,6 +61,16 @@ export interface Config {
 }
 
 const url = z.url({ protocol: /^https?$/ });
+/** URLs, comma-separated; a trailing slash is dropped. */
+const urlList = z
+  .string()
+  .transform((v) =>
+    v
+      .split(',')
+      .map((a) => a.trim().replace(/\/+$/, ''))
+      .filter(Boolean),
+  )
+  .pipe(z.array(url).max(100));
 const bodyLimit = z.string().regex(/^\d+(b|kb|mb)$/i, 'must look like 512kb or 1mb');
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 /** `500ms`, `30s`, `5m`, `24h`, `7d`, or a bare number of milliseconds. */
@@ -104,16 +114,7 @@ const envSchema = z.object({
   S3_PORT: port.default(C.DEFAULT_S3_PORT),
   EDGE_SECRET: z.string().min(32, 'must be at least 32 characters (npm start makes one per start)').optional(),
   EDGE_REPORT_PORT: port.optional(),
-  EDGE_PURGE_URLS: z
-    .string()
-    .transform((v) =>
-      v
-        .split(',')
-        .map((a) => a.trim().replace(/\/+$/, ''))
-        .filter(Boolean),
-    )
-    .pipe(z.array(url).max(100))
-    .optional(),
+  EDGE_PURGE_URLS: urlList.optional(),
   S3_PUBLIC_URL: url.optional(),
   S3_DOMAIN: z.string().min(1).optional(),
   S3_REGION: z
@@ -144,16 +145,7 @@ const envSchema = z.object({
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
   KUBO_GATEWAY_URL: url.optional(),
-  KUBO_PEER_GATEWAY_URLS: z
-    .string()
-    .transform((v) =>
-      v
-        .split(',')
-        .map((a) => a.trim().replace(/\/+$/, ''))
-        .filter(Boolean),
-    )
-    .pipe(z.array(url).max(100))
-    .optional(),
+  KUBO_PEER_GATEWAY_URLS: urlList.optional(),
   CLUSTER_API_URL: url.optional(),
   MASTER_KEY: z.string().optional(),
   PLANS_FILE: z.string().min(1).default(path.join(projectRoot, 'infra/plans/variant-a.json')),

@@ -262,21 +262,16 @@ func (a *Answers) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 }
 
 func (a *Answers) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next()
-	for d.NextBlock(0) {
-		option := d.Val()
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
+	return eachOption(d, func(option, value string) error {
 		switch option {
 		case "ttl":
-			ttl, err := caddy.ParseDuration(d.Val())
+			ttl, err := caddy.ParseDuration(value)
 			if err != nil {
 				return d.Errf("ttl: %v", err)
 			}
 			a.TTL = caddy.Duration(ttl)
 		case "max_answer", "max_total":
-			n, err := strconv.Atoi(d.Val())
+			n, err := strconv.Atoi(value)
 			if err != nil {
 				return d.Errf("%s: %v", option, err)
 			}
@@ -286,9 +281,24 @@ func (a *Answers) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				a.MaxTotal = n
 			}
 		case "keep_header":
-			a.KeepHeader = d.Val()
+			a.KeepHeader = value
 		default:
 			return d.Errf("unknown option %s", option)
+		}
+		return nil
+	})
+}
+
+// eachOption calls set with each `name value` line of the directive's block.
+func eachOption(d *caddyfile.Dispenser, set func(option, value string) error) error {
+	d.Next()
+	for d.NextBlock(0) {
+		option := d.Val()
+		if !d.NextArg() {
+			return d.ArgErr()
+		}
+		if err := set(option, d.Val()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -330,22 +340,17 @@ func (p *AnswersPurge) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddy
 }
 
 func (p *AnswersPurge) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
-	d.Next()
-	for d.NextBlock(0) {
-		option := d.Val()
-		if !d.NextArg() {
-			return d.ArgErr()
-		}
+	return eachOption(d, func(option, value string) error {
 		switch option {
 		case "secret":
-			p.Secret = d.Val()
+			p.Secret = value
 		case "secret_header":
-			p.SecretHeader = d.Val()
+			p.SecretHeader = value
 		default:
 			return d.Errf("unknown option %s", option)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 var (
