@@ -96,8 +96,9 @@ export const S3_MAX_KEYS = 1000;
 /** Rate limits count requests per key in fixed one-minute windows. */
 export const RATE_WINDOW_MS = 60_000;
 /**
- * API keys and users found by a process are read again after this long. A key deleted or a
- * plan changed through the same process counts at once; through another, within this time.
+ * API keys and users found by a process are read again after this long. A plan changed through
+ * the same process counts at once; through another, within this time. A key's deletion answers
+ * only after this time, so a deleted key is refused by every process once that is answered.
  */
 export const AUTH_MEMORY_MS = 1_000;
 

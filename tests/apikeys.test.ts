@@ -1,4 +1,5 @@
 import type { ApiServer } from '../api/server.js';
+import { AUTH_MEMORY_MS } from '../infra/constants.js';
 import { digest, unseal } from '../infra/secrets.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
 
@@ -150,13 +151,26 @@ describe('API key lifecycle', () => {
   });
 });
 
-test('a key deleted through another API process is refused there on its next request', async () => {
+test('a key is remembered between requests; its deletion answers once no process remembers it, and another process refuses it next', async () => {
   const other = await startTestApi({ LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
   try {
     const created = await call(api, 'POST', '/apikeys', { key: alice.apiKey });
-    expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(200);
+    const keyReads = () => other.deps.db.operations().get('find apikeys') ?? 0;
+    expect((await call(other, 'GET', '/user/profile', { key: created.body.apiKey })).status).toBe(200);
+    const before = keyReads();
+    expect((await call(other, 'GET', '/user/profile', { key: created.body.apiKey })).status).toBe(200);
+    expect(keyReads()).toBe(before); // the second request of the key read no key
+
+    const started = performance.now();
     expect((await call(api, 'DELETE', `/apikeys/${created.body.keyPrefix}`, { key: alice.apiKey })).status).toBe(200);
-    expect((await call(other, 'GET', '/apikeys', { key: created.body.apiKey })).status).toBe(401);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(AUTH_MEMORY_MS);
+    const next = await call(other, 'GET', '/user/profile', { key: created.body.apiKey });
+    expect(next.status).toBe(401);
+    expect(next.body.error.details).toMatch(/unknown or was deleted/);
+    // A retry of the deletion (its first answer lost) is 404 after the same wait.
+    const retried = performance.now();
+    expect((await call(api, 'DELETE', `/apikeys/${created.body.keyPrefix}`, { key: alice.apiKey })).status).toBe(404);
+    expect(performance.now() - retried).toBeGreaterThanOrEqual(AUTH_MEMORY_MS);
   } finally {
     await other.close();
   }
@@ -170,9 +184,10 @@ describe('API key expiry', () => {
     const listed = await call(api, 'GET', '/apikeys', { key: created.body.apiKey });
     expect(listed.body.find((k: { keyPrefix: string }) => k.keyPrefix === created.body.keyPrefix).expiresAt).toBe(created.body.expiresAt);
 
-    // Expiry is a comparison with the stored time: move it into the past, as another process
-    // (an operator) would: the next request reads it.
+    // Expiry is a comparison with the stored time: move it into the past in the database, as an
+    // operator would; the processes that remember the key read it again within AUTH_MEMORY_MS.
     await api.deps.db.apiKeys.model.updateOne({ _id: created.body.keyPrefix }, { $set: { expiresAt: Date.now() - 1 } });
+    await new Promise((r) => setTimeout(r, AUTH_MEMORY_MS));
     const res = await call(api, 'GET', '/apikeys', { key: created.body.apiKey });
     expect(res.status).toBe(401);
     expect(res.body.error.details).toMatch(/expired/);

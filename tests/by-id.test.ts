@@ -87,3 +87,18 @@ test('rememberReads reads again once the time is up', async () => {
   calls[1]!.resolve();
   expect(await later).toBe('k@2');
 });
+
+test('rememberReads counts the time from the ask, not the answer: a read slower than the time is not kept', async () => {
+  const { read, calls } = controlledRead();
+  const memory = rememberReads(read, 20);
+  const first = memory.get('k');
+  await turn();
+  await new Promise((r) => setTimeout(r, 30)); // the record may have changed meanwhile
+  calls[0]!.resolve();
+  expect(await first).toBe('k@1');
+  const next = memory.get('k');
+  await turn();
+  expect(calls).toHaveLength(2); // read again: what came back is already older than the time
+  calls[1]!.resolve();
+  expect(await next).toBe('k@2');
+});

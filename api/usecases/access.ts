@@ -2,11 +2,12 @@
 // request rate, for every surface that takes API keys (REST, later the PSA).
 //
 // A key is found by its prefix (its first 12 characters) and its SHA-256 digest compared in
-// constant time; an unknown, expired or deleted key is refused. The key is read for every
-// request (requests that arrive together share one read: infra/db/batch.ts), so a key deleted
-// or expired through any API process is refused at once by all of them. Users are read again at
-// most every AUTH_MEMORY_MS (1 s): a plan change counts at once in the process that made it,
-// and within that second in the others.
+// constant time; an unknown, expired or deleted key is refused. A key found is remembered for
+// AUTH_MEMORY_MS (1 s; reads of keys not remembered share one query: infra/db/batch.ts), and
+// its deletion answers only after that time (apikeys.ts), so a key deleted through any API
+// process is refused by all of them once the deletion is answered; expiry is compared with the
+// clock on every request. Users are read again at most every AUTH_MEMORY_MS too: a plan change
+// counts at once in the process that made it, and within that second in the others.
 import { API_KEY_PREFIX_LENGTH, RATE_WINDOW_MS } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey } from '../../infra/secrets.js';
 import type { Caller, UseCaseDeps } from './deps.js';

@@ -1,7 +1,13 @@
 // API key use-cases, shared by the REST routes and the admin CLI.
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import { isDuplicateKey } from '../../infra/db/errors.js';
-import { API_KEY_MAX_EXPIRES_IN_S, API_KEY_MIN_EXPIRES_IN_S, API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
+import {
+  API_KEY_MAX_EXPIRES_IN_S,
+  AUTH_MEMORY_MS,
+  API_KEY_MIN_EXPIRES_IN_S,
+  API_KEY_PREFIX,
+  API_KEY_PREFIX_LENGTH,
+} from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey, newApiKey, seal } from '../../infra/secrets.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, LimitReached, NotFound } from './errors.js';
@@ -74,11 +80,29 @@ export async function listApiKeys(deps: ApiKeyDeps, userId: string): Promise<Api
   return (await deps.db.apiKeys.listForUser(userId)).map(keyInfo);
 }
 
-/** `keyOrPrefix` is the full key or its 12-character prefix. Another user's key is 404. */
+/**
+ * `keyOrPrefix` is the full key or its 12-character prefix. Another user's key is 404.
+ *
+ * Every API process remembers a key it found for AUTH_MEMORY_MS (infra/db/api-keys.ts), so the
+ * answer waits that long after the key is gone: once a deletion is answered, no process accepts
+ * the key. A 404 for a well-formed key waits too: it may answer the retry of a deletion whose answer
+ * was lost.
+ */
 export async function deleteApiKey(deps: ApiKeyDeps, userId: string, keyOrPrefix: string): Promise<{ keyPrefix: string }> {
   const isFullKey = looksLikeApiKey(keyOrPrefix);
   const isPrefix = keyOrPrefix.length === API_KEY_PREFIX_LENGTH && keyOrPrefix.startsWith(API_KEY_PREFIX);
   if (!isFullKey && !isPrefix) throw new NotFound('API key');
+  try {
+    const deleted = await deleteKey(deps, userId, keyOrPrefix, isFullKey);
+    await new Promise((resolve) => setTimeout(resolve, AUTH_MEMORY_MS));
+    return deleted;
+  } catch (err) {
+    if (err instanceof NotFound) await new Promise((resolve) => setTimeout(resolve, AUTH_MEMORY_MS));
+    throw err;
+  }
+}
+
+async function deleteKey(deps: ApiKeyDeps, userId: string, keyOrPrefix: string, isFullKey: boolean): Promise<{ keyPrefix: string }> {
   const key = await deps.db.apiKeys.findByPrefix(userId, keyOrPrefix.slice(0, API_KEY_PREFIX_LENGTH));
   if (!key || (isFullKey && !digestsEqual(key.digest, digest(keyOrPrefix)))) throw new NotFound('API key');
 

@@ -1,6 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { AUTH_MEMORY_MS } from '../constants.js';
 import { batchedById } from './batch.js';
+import { rememberReads } from './by-id.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -34,9 +36,12 @@ const schema = new Schema<ApiKey>(
 
 export function createApiKeyStore(conn: Connection) {
   const Keys: Model<ApiKey> = conn.model<ApiKey>('ApiKey', schema, 'apikeys');
-  // Read for every request, so a key deleted through any process is refused at once by all of
-  // them; requests that arrive together share the read (batch.ts).
-  const get = batchedById(Keys);
+  // Every request needs its key: a key found is remembered for AUTH_MEMORY_MS (by-id.ts), and
+  // the reads of the keys not remembered share one query (batch.ts). A key deleted through any
+  // process is let go of by all of them within that time, which its deletion waits out before
+  // it answers (api/usecases/apikeys.ts).
+  const remembered = rememberReads(batchedById(Keys), AUTH_MEMORY_MS);
+  const get = remembered.get;
   const uses = createUseRecorder(Keys);
 
   return {
@@ -45,7 +50,7 @@ export function createApiKeyStore(conn: Connection) {
     insert: (key: ApiKey) => Keys.create(key),
 
     /** The key with this prefix (its `_id`): how a request's key is found, by `_id` alone
-     * (by-id.ts); the caller compares the digest. Read for every request (see above). */
+     * (by-id.ts); the caller compares the digest. Remembered briefly (see above). */
     get,
 
     countForUser: (userId: string) => count(Keys, { userId }),
@@ -73,6 +78,7 @@ export function createApiKeyStore(conn: Connection) {
       if (key?.userId !== userId) return false;
       const res = await Keys.deleteOne({ _id: id }).exec();
       uses.forget(id);
+      remembered.forget(id);
       return res.deletedCount === 1;
     },
 

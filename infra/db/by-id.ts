@@ -41,19 +41,25 @@ export function coalesceReads<T>(read: (id: string) => Promise<T>): (id: string)
  * that change rarely (API keys, users). A change made through this process forgets the
  * entry at once (`forget`); one made by another process is seen within `ttlMs`. Nothing
  * that was not found is remembered, so a record created elsewhere is found at once.
+ *
+ * The time counts from when the caller asked, before the read was sent, on the monotonic
+ * clock: whatever the read returned was stored no later than that, so an entry is never used
+ * `ttlMs` after a change stored before its read. That is the bound a writer may wait out to know
+ * every process has let go of the old record (api/usecases/apikeys.ts deleteApiKey).
  */
 export function rememberReads<T>(read: (id: string) => Promise<T | null>, ttlMs: number) {
   const found = new Map<string, { value: T; until: number }>();
   const shared = coalesceReads(read);
   return {
     async get(id: string): Promise<T | null> {
+      const asked = performance.now();
       const hit = found.get(id);
-      if (hit && hit.until > Date.now()) return hit.value;
+      if (hit && hit.until > asked) return hit.value;
       const value = await shared(id);
       if (value === null) found.delete(id);
       else {
         if (found.size >= 10_000) found.clear(); // a bound, not an eviction policy: entries are cheap to read again
-        found.set(id, { value, until: Date.now() + ttlMs });
+        found.set(id, { value, until: asked + ttlMs });
       }
       return value;
     },
