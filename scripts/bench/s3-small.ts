@@ -10,7 +10,7 @@
 import crypto from 'node:crypto';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { readStackFile } from '../../infra/stack/stack-file.js';
-import { apiCall, type BenchContext } from './harness.js';
+import { apiCall, apiOperations, type BenchContext } from './harness.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { startMinio } from './minio.js';
 
@@ -28,6 +28,8 @@ export interface Load {
   errors: number;
   /** CPU ms per operation, by process. */
   cpuMs: Record<string, number>;
+  /** MongoDB operations the API sent per operation, by `<method> <collection>` (the service only). */
+  commands?: Record<string, number>;
 }
 type Side = { put: Load; get: Load };
 export interface S3SmallResult {
@@ -72,17 +74,41 @@ export async function load(seconds: number, pids: Record<string, number | undefi
   };
 }
 
-/** PUT then GET of 4 KiB objects on one server, under the keys `<prefix>/<n>`. */
-async function side(s3: S3Client, bucket: string, prefix: string, pids: Record<string, number | undefined>): Promise<Side> {
-  const put = await load(SMALL_SECONDS, pids, async (i) => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${i}`, Body: crypto.randomBytes(OBJECT_BYTES) }));
-  });
+/** `run`'s Load, with the MongoDB operations per operation the API at `apiUrl` sent meanwhile. */
+async function counted(apiUrl: string | undefined, run: () => Promise<Load>): Promise<Load> {
+  if (!apiUrl) return run();
+  const before = await apiOperations(apiUrl);
+  const result = await run();
+  const done = Math.max(1, Math.round(result.opsPerSecond * SMALL_SECONDS));
+  const commands: Record<string, number> = {};
+  for (const [k, n] of await apiOperations(apiUrl)) {
+    const perOp = (n - (before.get(k) ?? 0)) / done;
+    if (perOp >= 0.005) commands[k] = perOp;
+  }
+  return { ...result, commands };
+}
+
+/** PUT then GET of 4 KiB objects on one server, under the keys `<prefix>/<n>`; `apiUrl` for the service's. */
+async function side(
+  s3: S3Client,
+  bucket: string,
+  prefix: string,
+  pids: Record<string, number | undefined>,
+  apiUrl?: string,
+): Promise<Side> {
+  const put = await counted(apiUrl, () =>
+    load(SMALL_SECONDS, pids, async (i) => {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `${prefix}/${i}`, Body: crypto.randomBytes(OBJECT_BYTES) }));
+    }),
+  );
   const written = Math.max(1, Math.round(put.opsPerSecond * SMALL_SECONDS * 0.9));
-  const get = await load(SMALL_SECONDS, pids, async () => {
-    const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `${prefix}/${crypto.randomInt(written)}` }));
-    const body = await out.Body!.transformToByteArray();
-    if (body.length !== OBJECT_BYTES) throw new Error(`GetObject gave ${body.length} bytes`);
-  });
+  const get = await counted(apiUrl, () =>
+    load(SMALL_SECONDS, pids, async () => {
+      const out = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `${prefix}/${crypto.randomInt(written)}` }));
+      const body = await out.Body!.transformToByteArray();
+      if (body.length !== OBJECT_BYTES) throw new Error(`GetObject gave ${body.length} bytes`);
+    }),
+  );
   return { put, get };
 }
 
@@ -119,7 +145,7 @@ export async function benchS3Small(ctx: BenchContext, say: (line: string) => voi
     say(
       `s3 small: round ${r + 1} of ${roundCount}, ${OBJECT_BYTES / 1024} KiB PUT then GET, ${CONCURRENCY} clients, ${SMALL_SECONDS} s each, ${r % 2 ? 'MinIO' : 'Stupa'} first`,
     );
-    const runStupa = () => side(stupa, bucket, `r${r}`, stupaPids);
+    const runStupa = () => side(stupa, bucket, `r${r}`, stupaPids, ctx.apiUrl);
     const runMinio = () => side(minioS3, bucket, `r${r}`, { minio: minio.pid });
     const [first, second] = r % 2 === 0 ? [runStupa, runMinio] : [runMinio, runStupa];
     const a = await first();
@@ -155,11 +181,16 @@ export function s3SmallLines(r: S3SmallResult): string[] {
     const stupaSide = (x: S3SmallResult['rounds'][number]) => x.stupa[op];
     const minioSide = (x: S3SmallResult['rounds'][number]) => x.minio[op];
     const errors = r.rounds.reduce((n, x) => n + x.stupa[op].errors + x.minio[op].errors, 0);
+    const commands = new Map<string, number>();
+    for (const x of r.rounds)
+      for (const [k, n] of Object.entries(x.stupa[op].commands ?? {})) commands.set(k, (commands.get(k) ?? 0) + n / r.rounds.length);
+    const total = [...commands.values()].reduce((a, b) => a + b, 0);
+    const listed = [...commands].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n.toFixed(2)}`);
     return (
       `bench: s3 4 KiB ${op === 'put' ? 'PutObject' : 'GetObject'}  ${CONCURRENCY} clients: stupa ${rate(stupaSide)}/s (p50 ${median(r.rounds.map((x) => stupaSide(x).p50))} ms) ` +
       `vs MinIO ${rate(minioSide)}/s (p50 ${median(r.rounds.map((x) => minioSide(x).p50))} ms)  ratio ${mid.toFixed(2)} ` +
       `[rounds ${ratios.map((x) => x.toFixed(2)).join(', ')}] (goal >= ${goal}: ${verdict(mid >= goal)})  ` +
-      `[cpu ms/op: ${cpu(stupaSide)}; MinIO ${cpu(minioSide)}]  [${errors} errors]`
+      `[cpu ms/op: ${cpu(stupaSide)}; MinIO ${cpu(minioSide)}]  [MongoDB operations/op from the API: ${total.toFixed(2)}: ${listed.join(', ')}]  [${errors} errors]`
     );
   });
 }
