@@ -150,6 +150,14 @@ describe('through the edge', () => {
     expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(403);
     await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { ipAllowlist: [] } });
     expect((await read(edged, slug, `/ipfs/${cid}`)).status).toBe(200);
+    // A deleted token opens nothing once its deletion is answered: neither the API, which
+    // remembered it, nor the edge, which kept an answer made with it.
+    const token = (await call(edged.api, 'POST', '/gateway-tokens', { key: user.apiKey, body: { name: 'kept' } })).body.token as string;
+    await call(edged.api, 'PUT', '/gateway-settings', { key: user.apiKey, body: { tokenRequired: true } });
+    expect((await read(edged, slug, `/ipfs/${cid}`, { 'X-Gateway-Token': token })).status).toBe(200);
+    expect((await read(edged, slug, `/ipfs/${cid}`, { 'X-Gateway-Token': token })).headers['cache-status']).toBe('stupa-edge; hit');
+    expect((await call(edged.api, 'DELETE', `/gateway-tokens/${token.slice(0, 12)}`, { key: user.apiKey })).status).toBe(200);
+    expect((await read(edged, slug, `/ipfs/${cid}`, { 'X-Gateway-Token': token })).status).toBe(401);
   });
 
   test("the edge's purge listener takes only the service's requests", async () => {

@@ -8,10 +8,20 @@
 // process is refused by all of them once the deletion is answered; expiry is compared with the
 // clock on every request. Users are read again at most every AUTH_MEMORY_MS too: a plan change
 // counts at once in the process that made it, and within that second in the others.
-import { API_KEY_PREFIX_LENGTH, RATE_WINDOW_MS } from '../../infra/constants.js';
+import { API_KEY_PREFIX_LENGTH, AUTH_MEMORY_MS, RATE_WINDOW_MS } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey } from '../../infra/secrets.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { Unauthenticated } from './errors.js';
+
+/**
+ * Resolves once no API process can still accept a credential deleted before the call: each
+ * remembers what it found for AUTH_MEMORY_MS, counted from before its read (infra/db/by-id.ts).
+ * A deletion of an API key or gateway token answers after this, so once answered it holds
+ * everywhere.
+ */
+export function forgottenEverywhere(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, AUTH_MEMORY_MS));
+}
 
 export async function authenticate(deps: Pick<UseCaseDeps, 'db' | 'config'>, presented: string | undefined): Promise<Caller> {
   if (!presented) throw new Unauthenticated();

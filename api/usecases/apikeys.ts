@@ -1,14 +1,9 @@
 // API key use-cases, shared by the REST routes and the admin CLI.
 import type { ApiKey } from '../../infra/db/api-keys.js';
 import { isDuplicateKey } from '../../infra/db/errors.js';
-import {
-  API_KEY_MAX_EXPIRES_IN_S,
-  AUTH_MEMORY_MS,
-  API_KEY_MIN_EXPIRES_IN_S,
-  API_KEY_PREFIX,
-  API_KEY_PREFIX_LENGTH,
-} from '../../infra/constants.js';
+import { API_KEY_MAX_EXPIRES_IN_S, API_KEY_MIN_EXPIRES_IN_S, API_KEY_PREFIX, API_KEY_PREFIX_LENGTH } from '../../infra/constants.js';
 import { digest, digestsEqual, looksLikeApiKey, newApiKey, seal } from '../../infra/secrets.js';
+import { forgottenEverywhere } from './access.js';
 import type { UseCaseDeps } from './deps.js';
 import { Conflict, InvalidInput, LimitReached, NotFound } from './errors.js';
 
@@ -94,10 +89,10 @@ export async function deleteApiKey(deps: ApiKeyDeps, userId: string, keyOrPrefix
   if (!isFullKey && !isPrefix) throw new NotFound('API key');
   try {
     const deleted = await deleteKey(deps, userId, keyOrPrefix, isFullKey);
-    await new Promise((resolve) => setTimeout(resolve, AUTH_MEMORY_MS));
+    await forgottenEverywhere();
     return deleted;
   } catch (err) {
-    if (err instanceof NotFound) await new Promise((resolve) => setTimeout(resolve, AUTH_MEMORY_MS));
+    if (err instanceof NotFound) await forgottenEverywhere();
     throw err;
   }
 }

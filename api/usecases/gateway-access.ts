@@ -12,6 +12,7 @@ import { isDuplicateKey } from '../../infra/db/errors.js';
 import type { GatewayToken } from '../../infra/db/gateway-tokens.js';
 import { defaultGatewaySettings, type GatewaySettings } from '../../infra/db/users.js';
 import { digest, digestsEqual, randomBase62 } from '../../infra/secrets.js';
+import { forgottenEverywhere } from './access.js';
 import type { Caller, UseCaseDeps } from './deps.js';
 import { InvalidInput, LimitReached, NotFound } from './errors.js';
 
@@ -107,18 +108,34 @@ export async function listGatewayTokens(deps: Deps, caller: Caller) {
 }
 
 /** By the 12-character prefix or the full token; another account's is 404. */
+/**
+ * Every API process remembers a token it found for AUTH_MEMORY_MS (infra/db/gateway-tokens.ts):
+ * the answer waits that long after the token is gone, and then has every edge forget the
+ * account's kept answers (which no process can make again with the token by then). Once answered,
+ * the token opens nothing. A 404 for a well-formed token does the same: it may answer the retry
+ * of a deletion whose answer was lost.
+ */
 export async function deleteGatewayToken(deps: Deps, caller: Caller, tokenOrPrefix: string): Promise<{ tokenPrefix: string }> {
   const prefix = tokenOrPrefix.slice(0, GATEWAY_TOKEN_PREFIX_LENGTH);
   const isFull = tokenOrPrefix.length === GATEWAY_TOKEN_PREFIX.length + GATEWAY_TOKEN_RANDOM_LENGTH;
   if (!tokenOrPrefix.startsWith(GATEWAY_TOKEN_PREFIX) || (!isFull && tokenOrPrefix.length !== GATEWAY_TOKEN_PREFIX_LENGTH)) {
     throw new NotFound('gateway token');
   }
-  const token = await deps.db.gatewayTokens.get(prefix);
-  if (!token || token.userId !== caller.user._id || (isFull && !digestsEqual(token.digest, digest(tokenOrPrefix)))) {
-    throw new NotFound('gateway token');
+  const letGo = async () => {
+    await forgottenEverywhere();
+    await deps.edgeAnswers.forget(caller.user._id);
+  };
+  try {
+    const token = await deps.db.gatewayTokens.get(prefix);
+    if (!token || token.userId !== caller.user._id || (isFull && !digestsEqual(token.digest, digest(tokenOrPrefix)))) {
+      throw new NotFound('gateway token');
+    }
+    if (!(await deps.db.gatewayTokens.delete(caller.user._id, prefix))) throw new NotFound('gateway token');
+    await deps.db.counters.give(tokensKey(caller.user._id));
+  } catch (err) {
+    if (err instanceof NotFound) await letGo();
+    throw err;
   }
-  if (!(await deps.db.gatewayTokens.delete(caller.user._id, prefix))) throw new NotFound('gateway token');
-  await deps.db.counters.give(tokensKey(caller.user._id));
-  await deps.edgeAnswers.forget(caller.user._id);
+  await letGo();
   return { tokenPrefix: prefix };
 }

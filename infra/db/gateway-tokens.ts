@@ -1,10 +1,14 @@
 // Gateway tokens: what a reader presents to an account's gateway when the account requires
 // one. Found by prefix (`_id`, the token's first 12 characters) and compared by SHA-256
-// digest, like API keys; read for every request (requests that arrive together share the read:
-// batch.ts), so a deleted token stops working at once in every process.
+// digest, like API keys, and remembered like them: a token found is kept for AUTH_MEMORY_MS
+// (by-id.ts; reads of tokens not kept share one query: batch.ts), and a token's deletion answers
+// only after that time (api/usecases/gateway-access.ts), so once answered it stops working in
+// every process.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { AUTH_MEMORY_MS } from '../constants.js';
 import { batchedById } from './batch.js';
+import { rememberReads } from './by-id.js';
 import { count } from './count.js';
 import { createUseRecorder } from './last-used.js';
 
@@ -34,7 +38,8 @@ const schema = new Schema<GatewayToken>(
 
 export function createGatewayTokenStore(conn: Connection) {
   const Tokens: Model<GatewayToken> = conn.model<GatewayToken>('GatewayToken', schema, 'gatewaytokens');
-  const get = batchedById(Tokens);
+  const remembered = rememberReads(batchedById(Tokens), AUTH_MEMORY_MS);
+  const get = remembered.get;
   const uses = createUseRecorder(Tokens);
 
   return {
@@ -51,6 +56,7 @@ export function createGatewayTokenStore(conn: Connection) {
     async delete(userId: string, prefix: string): Promise<boolean> {
       const res = await Tokens.deleteOne({ _id: prefix, userId }).exec();
       uses.forget(prefix);
+      remembered.forget(prefix);
       return res.deletedCount === 1;
     },
 
