@@ -143,6 +143,12 @@ test('100 concurrent IPNS publishes over two API processes at a limit of 40 a mo
   // Every publish that passed advanced its name once, and only those.
   const sequences = await Promise.all(names.map(async (n) => (await db.ipnsNames.get(n))!.sequence));
   expect(sequences[0]! + sequences[1]!).toBe(40);
+  // Each answered sequence was given once: publishes of a name that went together (one read, one
+  // conditional update command) or met another process's never took the same one.
+  for (const [i, name] of names.entries()) {
+    const given = replies.filter((r) => r.status === 200 && r.body.ipnsName === name).map((r) => r.body.sequence as number);
+    expect(given.sort((x, y) => x - y)).toEqual(Array.from({ length: sequences[i]! }, (_, k) => k + 1));
+  }
   // Process A took its 50 with fewer updates than takes (one each before).
   expect(updates() - before).toBeLessThan(50);
 }, 120_000);

@@ -22,7 +22,7 @@ const env = {
   TEMPORAL_TASK_QUEUE: testTaskQueue(),
   MASTER_KEY: crypto.randomBytes(32).toString('hex'),
   IPNS_REPUBLISH_INTERVAL: '2s',
-  PLANS_FILE: plansFile({ karma: { ipnsNames: 3, ipnsPublishesPerMonth: 6 } }),
+  PLANS_FILE: plansFile({ karma: { ipnsNames: 3, ipnsPublishesPerMonth: 6 }, samsara: { ipnsNames: 4, ipnsPublishesPerMonth: 1000 } }),
 };
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -94,6 +94,28 @@ test('names: created with an Ed25519 key (k51…), unique per user, listed, anot
   expect((await call(api, 'DELETE', `/ipns/keys/${ipnsName}`, { key: user.apiKey })).body).toEqual({ success: true });
   expect((await newName(user, 'four')).status).toBe(201);
 }, 60_000);
+
+test('40 publishes of 4 names at once: each name advanced 10, every sequence given once, Kubo holds each tenth; they shared their updates', async () => {
+  const user = await createUser(api, 'samsara');
+  const targets = [await upload(user, 'together-a'), await upload(user, 'together-b')];
+  const names: string[] = [];
+  for (const n of ['t1', 't2', 't3', 't4']) names.push((await newName(user, n)).body.ipnsName);
+  const updates = () =>
+    (api.deps.db.operations().get('findOneAndUpdate ipns_names') ?? 0) + (api.deps.db.operations().get('bulkWrite ipns_names') ?? 0);
+  const before = updates();
+  const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => publish(user, names[i % 4]!, targets[i % 3 === 0 ? 0 : 1]!)));
+  expect(replies.map((r) => r.status)).toEqual(Array(40).fill(200));
+  expect(updates() - before).toBeLessThan(40);
+  for (const name of names) {
+    const mine = replies.filter((r) => r.body.ipnsName === name);
+    expect(mine.map((r) => r.body.sequence as number).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    const record = (await api.deps.db.ipnsNames.get(name))!;
+    const last = mine.find((r) => r.body.sequence === 10)!.body.cid as string;
+    expect(record).toMatchObject({ sequence: 10, publishCount: 10, cid: last });
+    const stored = await recordInKubo(name);
+    expect([stored.sequence, stored.value]).toEqual([10, `/ipfs/${last}`]);
+  }
+});
 
 test('publish: the signed record is in Kubo with the next sequence; resolve answers it; the target is held; the month limit is 402', async () => {
   const user = await createUser(api, 'karma');

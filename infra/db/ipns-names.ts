@@ -1,7 +1,9 @@
 // IPNS names: the key (sealed), the target and the sequence of the current record, and how
 // republishing goes. A name holds its target (infra/db/holds.ts) while it points at it.
+import crypto from 'node:crypto';
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
+import { groupCommit, type Outcome } from './batch.js';
 import { isDuplicateKey } from './errors.js';
 import { heldQueries, type HolderKind } from './holds.js';
 
@@ -27,6 +29,8 @@ export interface IpnsNameRecord {
   republishFailingSince: number | null;
   lastRepublishError: string | null;
   createdAt: number;
+  /** Which publish wrote the record last, when publishes went together (`advance`). */
+  publishStamp?: string;
 }
 
 const schema = new Schema<IpnsNameRecord>(
@@ -45,6 +49,7 @@ const schema = new Schema<IpnsNameRecord>(
     republishFailingSince: { type: Number, default: null },
     lastRepublishError: { type: String, default: null },
     createdAt: { type: Number, required: true },
+    publishStamp: { type: String },
   },
   { versionKey: false, minimize: false },
 );
@@ -52,6 +57,20 @@ const schema = new Schema<IpnsNameRecord>(
 schema.index({ userId: 1, keyName: 1 }, { unique: true });
 schema.index({ userId: 1, createdAt: 1 });
 schema.index({ multihash: 1 });
+
+/** A publish as `advance` takes it, and what it gives: the new sequence and the record as it was. */
+interface Publish {
+  ipnsName: string;
+  userId: string;
+  target: { cid: string; multihash: string };
+  at: number;
+}
+export interface Advanced {
+  sequence: number;
+  previous: IpnsNameRecord;
+}
+
+const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
 
 /** The counter of a user's names (counters.ts), taken by a create and given back by a delete. */
 export const ipnsNamesCounter = (userId: string) => `ipns-names:${userId}`;
@@ -76,6 +95,86 @@ export function createIpnsNameStore(conn: Connection) {
     ...heldQueries(Names, { multihash: { $ne: null } }),
   };
 
+  /** One publish by itself: one conditional update whose filter decides the month's count. */
+  async function advanceAlone({ ipnsName, userId, target, at }: Publish): Promise<Advanced | null> {
+    const month = utcMonth(at);
+    const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at };
+    const update = (filter: object, change: object) =>
+      Names.findOneAndUpdate({ _id: ipnsName, userId, ...filter }, change, { returnDocument: 'before' })
+        .lean<IpnsNameRecord>()
+        .exec();
+    // The two filters are complementary: of a name that exists, one matches.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const previous =
+        (await update({ publishMonth: month }, { $inc: { sequence: 1, publishCount: 1 }, $set: set })) ??
+        (await update({ publishMonth: { $ne: month } }, { $inc: { sequence: 1 }, $set: { ...set, publishMonth: month, publishCount: 1 } }));
+      // The update was atomic, so the sequence it wrote is the one it read, plus one.
+      if (previous) return { sequence: previous.sequence + 1, previous };
+      // Neither matched: no such name of the user, or a publish in between began the month.
+      if (!(await Names.exists({ _id: ipnsName, userId }))) return null;
+    }
+    throw new Error(`the publish of ${ipnsName} found its record changing under it three times`);
+  }
+
+  /**
+   * Publishes that arrive together (batch.ts), each name's first of them: their records read
+   * with one query, and each moved on from what was read by one unordered update command whose
+   * statements match only a record still at the sequence read (so each is atomic as alone). The
+   * command does not say which statements matched: when fewer did than were sent, a stamp each
+   * wrote tells, by one more read. A publish whose record moved meanwhile, and a name's later
+   * publishes of the batch, go alone. So 16 clients publishing send about two commands a turn,
+   * not one each; a publish alone goes alone.
+   */
+  const together = groupCommit(async (publishes: Publish[]): Promise<Outcome<Advanced | null>[]> => {
+    if (publishes.length === 1) return [await advanceAlone(publishes[0]!).catch(asError)];
+    const firsts = new Map<string, number>();
+    publishes.forEach((p, i) => firsts.has(p.ipnsName) || firsts.set(p.ipnsName, i));
+    const read = await Names.find({ _id: { $in: [...firsts.keys()] } })
+      .lean<IpnsNameRecord[]>()
+      .exec();
+    const records = new Map(read.map((r) => [r._id, r]));
+    const results: (Outcome<Advanced | null> | undefined)[] = publishes.map(() => undefined);
+    const sent: { index: number; stamp: string; previous: IpnsNameRecord }[] = [];
+    for (const [name, index] of firsts) {
+      const { userId } = publishes[index]!;
+      const previous = records.get(name);
+      if (!previous || previous.userId !== userId) {
+        results[index] = null; // another user's name is no name of this user's
+        continue;
+      }
+      sent.push({ index, stamp: crypto.randomBytes(8).toString('hex'), previous });
+    }
+    if (sent.length > 0) {
+      const statements = sent.map(({ index, stamp, previous }) => {
+        const { target, at } = publishes[index]!;
+        const month = utcMonth(at);
+        const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at, publishStamp: stamp };
+        const counted =
+          previous.publishMonth === month ? { publishCount: previous.publishCount + 1 } : { publishMonth: month, publishCount: 1 };
+        return {
+          updateOne: {
+            filter: { _id: previous._id, sequence: previous.sequence },
+            update: { $set: { ...set, ...counted, sequence: previous.sequence + 1 } },
+          },
+        };
+      });
+      const written = await Names.bulkWrite(statements, { ordered: false });
+      let matched = new Set(sent.map((s) => s.index));
+      if (written.matchedCount < sent.length) {
+        const now = await Names.find({ _id: { $in: sent.map((s) => s.previous._id) } }, { publishStamp: 1 })
+          .lean<{ _id: string; publishStamp?: string }[]>()
+          .exec();
+        const stamps = new Map(now.map((r) => [r._id, r.publishStamp]));
+        matched = new Set(sent.filter((s) => stamps.get(s.previous._id) === s.stamp).map((s) => s.index));
+      }
+      for (const { index, previous } of sent) {
+        if (matched.has(index)) results[index] = { sequence: previous.sequence + 1, previous };
+      }
+    }
+    // The rest go alone, together: each update is atomic, so their order among themselves is any.
+    return Promise.all(publishes.map((p, i) => (results[i] !== undefined ? results[i]! : advanceAlone(p).catch(asError))));
+  });
+
   return {
     model: Names,
     holder,
@@ -98,36 +197,12 @@ export function createIpnsNameStore(conn: Connection) {
 
     /**
      * Points the user's name at `target`, raising its sequence and counting the publish in its
-     * month, in one atomic update (two at a month's first publish): the record as it was, or
-     * null when the user has no such name.
+     * month, atomically: the record as it was, or null when the user has no such name.
+     * Publishes that arrive together share their commands (`together`); one alone is one
+     * update (two at a month's first publish).
      */
-    async advance(
-      ipnsName: string,
-      userId: string,
-      target: { cid: string; multihash: string },
-      at: number,
-    ): Promise<{ sequence: number; previous: IpnsNameRecord } | null> {
-      const month = utcMonth(at);
-      const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at };
-      const update = (filter: object, change: object) =>
-        Names.findOneAndUpdate({ _id: ipnsName, userId, ...filter }, change, { returnDocument: 'before' })
-          .lean<IpnsNameRecord>()
-          .exec();
-      // The two filters are complementary: of a name that exists, one matches.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const previous =
-          (await update({ publishMonth: month }, { $inc: { sequence: 1, publishCount: 1 }, $set: set })) ??
-          (await update(
-            { publishMonth: { $ne: month } },
-            { $inc: { sequence: 1 }, $set: { ...set, publishMonth: month, publishCount: 1 } },
-          ));
-        // The update was atomic, so the sequence it wrote is the one it read, plus one.
-        if (previous) return { sequence: previous.sequence + 1, previous };
-        // Neither matched: no such name of the user, or a publish in between began the month.
-        if (!(await Names.exists({ _id: ipnsName, userId }))) return null;
-      }
-      throw new Error(`the publish of ${ipnsName} found its record changing under it three times`);
-    },
+    advance: (ipnsName: string, userId: string, target: { cid: string; multihash: string }, at: number): Promise<Advanced | null> =>
+      together({ ipnsName, userId, target, at }),
 
     /** Notes how the last republish went. */
     async republished(ipnsName: string, outcome: { at: number } | { error: string; at: number }): Promise<void> {
