@@ -13,6 +13,7 @@ import { startGateway } from './gateway/server.js';
 import { startS3 } from './s3/server.js';
 import { listen } from './listen.js';
 import { createApp, type AppDeps } from './rest/app.js';
+import { createContentPeers } from './usecases/pins.js';
 
 export interface ApiServer {
   url: string;
@@ -38,6 +39,7 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   const temporal = createTemporal(config.temporal);
   // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
   const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway }, s3: { ...config.s3 } };
+  const cluster = createClusterClient(config.cluster.apiUrl);
   const deps: AppDeps = {
     config: served,
     logger,
@@ -45,8 +47,9 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
     temporal,
     jobs: createJobs(temporal.client, config.temporal.taskQueue),
     kubo: createKubo(config.kubo.apiUrl),
-    cluster: createClusterClient(config.cluster.apiUrl),
+    cluster,
     edgeAnswers: createEdgeAnswers(config.edge, logger),
+    peers: createContentPeers(cluster),
   };
   // Beating before it serves: the sweep tells a request cut by this process's death by it.
   const stopBeating = await db.processes.startBeating('api');

@@ -129,6 +129,9 @@ export const REPLICATION_WAIT_MS = 10_000;
 /** How long GET /pin/:cid waits for Cluster's view of the content's peers before answering
  * without it (`peers: null`). */
 export const PEERS_TIMEOUT_MS = 2_000;
+/** A settled view of a content's peers (each `pinned` or `remote`) is answered again for this
+ * long (api/usecases/pins.ts createContentPeers): clients polling a pin share one Cluster call. */
+export const PEERS_MEMORY_MS = 1_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;
 

@@ -7,6 +7,8 @@ import { startSecondNode } from './support/second-node.js';
 import { freePort } from '../infra/stack/ports.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
+import { PEERS_MEMORY_MS } from '../infra/constants.js';
+import { recordingRelay } from './support/kubo-relay.js';
 
 let api: ApiServer;
 let worker: WorkerProcess;
@@ -91,6 +93,30 @@ test('a pin of content that only another node has is fetched through its origin'
   for await (const wf of api.deps.temporal.client.workflow.list({ query: `Cid="${cid}" AND UserId="${alice.userId}"` }))
     found.push(wf.workflowId);
   expect(found).toContain(`pin:${cid}:${alice.userId}`);
+});
+
+test("clients polling a pinned CID share Cluster's view of its peers: asked once for a burst, again a second later", async () => {
+  const uploaded = await call(api, 'POST', '/upload/new', {
+    key: alice.apiKey,
+    body: { content: `polled ${Date.now()}`, name: 'polled.txt' },
+  });
+  const { cid } = uploaded.body as { cid: string };
+  expect((await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } })).status).toBe(202);
+  await untilPinned(alice, cid);
+  const relay = await recordingRelay(process.env.STUPA_TEST_CLUSTER_API_URL!);
+  const reader = await startTestApi({ TEMPORAL_TASK_QUEUE: queue, CLUSTER_API_URL: relay.url });
+  try {
+    const asked = () => relay.seen.filter((s) => s.url === `/pins/${cid}`).length;
+    const burst = await Promise.all(Array.from({ length: 50 }, () => call(reader, 'GET', `/pin/${cid}`, { key: alice.apiKey })));
+    for (const r of burst) expect(r.body).toMatchObject({ status: 'pinned', peers: [{ status: 'pinned' }] });
+    expect(asked()).toBe(1);
+    await new Promise((r) => setTimeout(r, PEERS_MEMORY_MS + 100));
+    expect((await call(reader, 'GET', `/pin/${cid}`, { key: alice.apiKey })).body.peers).toEqual(burst[0]!.body.peers);
+    expect(asked()).toBe(2);
+  } finally {
+    await reader.close();
+    await relay.close();
+  }
 });
 
 test('a pin nobody can provide ends failed with TIMEOUT, and its hold is released', async () => {

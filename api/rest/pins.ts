@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { cidInput, metadataSchema, origin } from '../usecases/content.js';
 import type { UseCaseDeps } from '../usecases/deps.js';
 import { InvalidInput } from '../usecases/errors.js';
-import { contentPeers, deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
+import { deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
@@ -52,7 +52,7 @@ export function pinRoutes(deps: UseCaseDeps, { guard, jsonLimit }: RouterOptions
       get: async (req, res) => {
         const cid = cidInput(String(req.params.cid));
         const pin = await getPin(deps, caller(req).user._id, cid);
-        res.json({ ...restPin(pin), peers: await contentPeers(deps, cid) });
+        res.json({ ...restPin(pin), peers: await deps.peers.of(cid) });
       },
       delete: async (req, res) => {
         const { cid } = await deletePin(deps, caller(req).user._id, cidInput(String(req.params.cid)));

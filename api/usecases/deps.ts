@@ -9,6 +9,7 @@ import type { Kubo } from '../../infra/kubo.js';
 import type { Plan } from '../../infra/plans.js';
 import type { User } from '../../infra/db/users.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
+import type { ContentPeers } from './pins.js';
 
 export interface UseCaseDeps {
   config: Config;
@@ -19,6 +20,8 @@ export interface UseCaseDeps {
   cluster: ClusterClient;
   /** The edges' kept gateway answers, forgotten when an account's access rules change. */
   edgeAnswers: EdgeAnswers;
+  /** Cluster's view of a content's peers, for GET /pin/:cid (pins.ts). */
+  peers: ContentPeers;
 }
 
 /** An authenticated caller: the user, their plan, and the key they used (none from the CLI). */

@@ -1,6 +1,6 @@
 // A relay in front of the test stack's Kubo gateway that records every request reaching it:
 // where a test shows that a read was or was not asked of Kubo (the edge's tests, S3's answers
-// kept in memory), without touching Kubo's blockstore.
+// kept in memory), without touching Kubo's blockstore; also in front of Cluster (pins' peers).
 import http from 'node:http';
 
 export interface RecordingKubo {
@@ -12,8 +12,11 @@ export interface RecordingKubo {
 }
 
 /** A relay in front of Kubo's gateway that records every request reaching it. */
-export async function recordingKubo(): Promise<RecordingKubo> {
-  const kubo = new URL(process.env.STUPA_TEST_KUBO_GATEWAY_URL!);
+export const recordingKubo = (): Promise<RecordingKubo> => recordingRelay(process.env.STUPA_TEST_KUBO_GATEWAY_URL!);
+
+/** The same in front of any HTTP server of the stack (Cluster's REST API, for one). */
+export async function recordingRelay(target: string): Promise<RecordingKubo> {
+  const kubo = new URL(target);
   const server = http.createServer((req, res) => {
     recorder.seen.push({ url: req.url ?? '', headers: req.headers });
     if (recorder.failWith !== null) {
