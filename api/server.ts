@@ -13,7 +13,7 @@ import { startGateway } from './gateway/server.js';
 import { startS3 } from './s3/server.js';
 import { listen } from './listen.js';
 import { createApp, type AppDeps } from './rest/app.js';
-import { createContentPeers } from './usecases/pins.js';
+import { createContentPeers } from './usecases/peers.js';
 
 export interface ApiServer {
   url: string;

@@ -130,7 +130,7 @@ export const REPLICATION_WAIT_MS = 10_000;
  * without it (`peers: null`). */
 export const PEERS_TIMEOUT_MS = 2_000;
 /** A settled view of a content's peers (each `pinned` or `remote`) is answered again for this
- * long (api/usecases/pins.ts createContentPeers): clients polling a pin share one Cluster call. */
+ * long (api/usecases/peers.ts): clients polling a pin share one Cluster call. */
 export const PEERS_MEMORY_MS = 1_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;

@@ -9,7 +9,7 @@ import type { Kubo } from '../../infra/kubo.js';
 import type { Plan } from '../../infra/plans.js';
 import type { User } from '../../infra/db/users.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
-import type { ContentPeers } from './pins.js';
+import type { ContentPeers } from './peers.js';
 
 export interface UseCaseDeps {
   config: Config;
