@@ -107,8 +107,9 @@ export async function listGatewayTokens(deps: Deps, caller: Caller) {
   return (await deps.db.gatewayTokens.listForUser(caller.user._id)).map(gatewayTokenInfo);
 }
 
-/** By the 12-character prefix or the full token; another account's is 404. */
 /**
+ * By the 12-character prefix or the full token; another account's is 404.
+ *
  * Every API process remembers a token it found for AUTH_MEMORY_MS (infra/db/gateway-tokens.ts):
  * the answer waits that long after the token is gone, and then has every edge forget the
  * account's kept answers (which no process can make again with the token by then). Once answered,
