@@ -124,8 +124,29 @@ export async function storeIpnsRecord(
  * or an error) is read whole, so this returns once the put is done.
  */
 export async function putIpnsRecord(kuboApiUrl: string, ipnsName: string, record: Uint8Array, signal?: AbortSignal): Promise<void> {
-  await postStream(kuboApiUrl, 'routing/put', [record], { arg: `/ipns/${ipnsName}`, 'allow-offline': true }, signal);
+  const previous = putting.get(ipnsName);
+  const mine = (previous ?? Promise.resolve()).then(() =>
+    postStream(kuboApiUrl, 'routing/put', [record], { arg: `/ipns/${ipnsName}`, 'allow-offline': true }, signal),
+  );
+  const settled = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  putting.set(ipnsName, settled);
+  try {
+    await mine;
+  } finally {
+    if (putting.get(ipnsName) === settled) putting.delete(ipnsName);
+  }
 }
+
+/**
+ * The puts under way in this process, by name, each after the one before. Kubo compares a
+ * record with the one it holds and then writes it, not as one step: two puts of a name at once
+ * could leave the lower sequence (seen: 9 of 10 after 40 publishes of 4 names at once, whose
+ * answers had all come). One at a time, the higher sequence stays, whichever comes last.
+ */
+const putting = new Map<string, Promise<void>>();
 
 /** The CID a name points at, resolved by Kubo (its cache skipped); null when it resolves to
  * nothing within the signal's time. Kubo unreachable is thrown. */
