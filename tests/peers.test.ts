@@ -2,7 +2,9 @@
 // the test stack's MongoDB and Temporal, and an API that adds through the first peer with a
 // replication factor of two. Real processes throughout: peers are killed with SIGKILL.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ApiServer } from '../api/server.js';
 import { createClusterClient } from '../infra/cluster.js';
@@ -15,6 +17,7 @@ import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDi
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
 let peers: Stack;
+let peersDir: string;
 let api: ApiServer;
 let worker: WorkerProcess;
 let user: TestUser;
@@ -25,8 +28,9 @@ beforeAll(async () => {
   // A database of its own: the other files' sweeps must not pin this file's content on their
   // cluster, nor this API's on theirs.
   const mongodbUri = databaseUri('stupa_peers');
+  peersDir = tempDir('stupa-peers-');
   peers = await startStack({
-    dataDir: tempDir('stupa-peers-'),
+    dataDir: peersDir,
     ports: 'free',
     ui: false,
     peers: 3,
@@ -114,12 +118,19 @@ const killPeer = (peer: StackPeer) => {
   process.kill(peer.pids.cluster, 'SIGKILL');
 };
 
-/** The peers Cluster allocates the pin to, and those among them that report it pinned. */
-async function placement(cid: string): Promise<{ allocations: string[]; pinned: string[] }> {
+/**
+ * The peers Cluster allocates the pin to, those that report it pinned, and what the others
+ * report (status and error: what a failed wait prints).
+ */
+async function placement(cid: string): Promise<{ allocations: string[]; pinned: string[]; others: Record<string, string> }> {
   const cluster = createClusterClient(peers.peers[0]!.clusterApiUrl);
   const [allocation, status] = await Promise.all([cluster.allocation(cid), cluster.status(cid)]);
-  const pinned = Object.entries(status.peer_map).flatMap(([id, p]) => (p.status === 'pinned' ? [id] : []));
-  return { allocations: allocation?.allocations ?? [], pinned };
+  const entries = Object.entries(status.peer_map);
+  const pinned = entries.flatMap(([id, p]) => (p.status === 'pinned' ? [id] : []));
+  const others = Object.fromEntries(
+    entries.filter(([, p]) => p.status !== 'pinned').map(([id, p]) => [id, `${p.status} at ${p.timestamp ?? '?'}: ${p.error ?? ''}`]),
+  );
+  return { allocations: allocation?.allocations ?? [], pinned, others };
 }
 
 describe('three peers, replication factor 2', () => {
@@ -272,7 +283,18 @@ describe('three peers, replication factor 2', () => {
       (p) => live.every((peer) => p.pinned.includes(peer.clusterPeerId)) && !p.allocations.includes(victim.clusterPeerId),
       90_000,
       'the pin back on two live peers',
-    );
+    ).catch((err: Error) => {
+      // What the live Clusters logged about the content: why one did not pin it.
+      const logs = ['cluster', `cluster-2`, `cluster-3`].map((name) => {
+        const file = path.join(peersDir, 'logs', `${name}.log`);
+        const lines = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n') : [];
+        return `${name}:\n${lines
+          .filter((l) => l.includes(cid) || /alert|ERROR/.test(l))
+          .slice(-15)
+          .join('\n')}`;
+      });
+      throw new Error(`${err.message}\n${logs.join('\n')}`);
+    });
     const restoredS = (Date.now() - t) / 1000;
     expect(after.allocations.sort()).toEqual(live.map((p) => p.clusterPeerId).sort());
     const blocks = await blocksOf(cid, peers.peers[0]!);

@@ -78,6 +78,11 @@ function applySettings(config: Json, options: ClusterOptions): void {
     // defaults leave them under-replicated: disable_repinning true, pings every 15 s).
     disable_repinning: !several,
     monitor_ping_interval: several ? '5s' : '15s',
+    // A peer given a lost peer's pins retries the ones whose pin failed (an error from its Kubo,
+    // or the pin missing there) at this interval: every minute with several peers instead of
+    // every 12, so replication comes back within a minute of such a failure. Each retry
+    // round lists the peer's pins, which is why the single peer keeps Cluster's default.
+    pin_recover_interval: several ? '1m0s' : '12m0s',
   });
   // How often the monitor looks for expired metrics (and so raises the alert that repins).
   (config.monitor as Record<string, Record<string, unknown>>).pubsubmon!.check_interval = several ? '5s' : '15s';
