@@ -28,6 +28,22 @@ export function createIpnsActivities(deps: ActivityDeps) {
           name.sequence,
           signal,
         );
+        // A publish that moved the name on meanwhile may have stored its record in Kubo at the
+        // same moment as this lower one, which can then land last (infra/ipns.ts): its record
+        // is stored again, read back until Kubo holds it. Read after the put has landed, so a
+        // publish this misses stored its record after it.
+        const now = await db.ipnsNames.get(input.ipnsName);
+        if (now?.cid && now.sequence > name.sequence) {
+          await storeIpnsRecord(
+            config.kubo.apiUrl,
+            config.masterKey,
+            { ipnsName: now._id, sealedKey: now.sealedKey },
+            now.cid,
+            now.sequence,
+            signal,
+            true,
+          );
+        }
       } catch (err) {
         await db.ipnsNames.republished(input.ipnsName, { error: (err as Error).message, at: Date.now() });
         return 'failed';

@@ -163,6 +163,9 @@ export const IPNS_RECORD_TTL_MS = 5 * 60 * 1000;
 export const IPNS_RESOLVE_TIMEOUT_MS = 5_000;
 /** How long storing a record in Kubo may take (a publish, a republish). */
 export const IPNS_STORE_TIMEOUT_MS = 20_000;
+/** After a contested store (infra/ipns.ts `storeIpnsRecord`), when Kubo's record is looked at
+ * again: a lower put of another process can still land after the first look. */
+export const IPNS_RECHECKS_MS = [1_000, IPNS_STORE_TIMEOUT_MS];
 /** Names' signing keys a process keeps ready (infra/ipns.ts), least recently used beyond it:
  * about 1 KB each. */
 export const IPNS_SIGNING_KEYS_KEPT = 10_000;

@@ -14,7 +14,8 @@ import { startKubo } from '../infra/stack/kubo.js';
 import { freePorts } from '../infra/stack/ports.js';
 import { ipnsJob, STATUS_QUERY, type IpnsJobStatus } from '../infra/temporal/contracts/ipns.js';
 import { bytes, cluster, kubo, MiB, multipart, postStream } from './support/content.js';
-import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { startApiProcess } from '../infra/stack/services.js';
+import { call, createUser, errorReason, plansFile, startTestApi, tempDir, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 // The API and the worker share the master key: the worker unseals the keys the API made.
@@ -116,6 +117,40 @@ test('40 publishes of 4 names at once: each name advanced 10, every sequence giv
     expect([stored.sequence, stored.value]).toEqual([10, `/ipfs/${last}`]);
   }
 });
+
+test('two API processes publishing one name at once: Kubo ends holding the higher sequence of every pair', async () => {
+  const user = await createUser(api, 'samsara');
+  const targets = [await upload(user, 'pair-a'), await upload(user, 'pair-b')];
+  const [port] = await freePorts(1);
+  // Republishing hourly (the name is made there): only the publishes put its records.
+  const other = await startApiProcess(testEnv({ ...env, API_PORT: String(port), IPNS_REPUBLISH_INTERVAL: '1h', LOG_LEVEL: 'silent' }), {
+    logDir: tempDir('stupa-api-'),
+    name: 'api-b',
+  });
+  const otherUrl = `http://127.0.0.1:${port}`;
+  try {
+    const { ipnsName } = (await call(otherUrl, 'POST', '/ipns/keys', { key: user.apiKey, body: { name: 'pair' } })).body;
+    for (let round = 0; round < 30; round++) {
+      const replies = await Promise.all(
+        [api.url, otherUrl].map((url, i) => call(url, 'POST', '/ipns/publish', { key: user.apiKey, body: { ipnsName, cid: targets[i] } })),
+      );
+      expect(replies.map((r) => r.status)).toEqual([200, 200]);
+      const top = replies.reduce((a, b) => (a.body.sequence > b.body.sequence ? a : b)).body;
+      expect(top.sequence).toBe(2 * round + 2);
+      // Kubo compares and then writes, so the lower of two puts at once could land last; the
+      // higher's publisher reads Kubo's record back and puts its own again (infra/ipns.ts).
+      const held = await eventually(
+        () => recordInKubo(ipnsName),
+        (r) => r.sequence === top.sequence,
+        3_000,
+        `sequence ${top.sequence} in Kubo`,
+      );
+      expect(held.value).toBe(`/ipfs/${top.cid}`);
+    }
+  } finally {
+    await other.stop();
+  }
+}, 120_000);
 
 test('publish: the signed record is in Kubo with the next sequence; resolve answers it; the target is held; the month limit is 402', async () => {
   const user = await createUser(api, 'karma');

@@ -167,6 +167,9 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
   const name = advanced.previous;
   await deps.db.activity.tryRecord(user._id, publishedAt, { publishes: 1 });
   await targetMoved(deps, name._id, name, cid);
+  // Another process published the name moments ago: its record may reach Kubo with this one's.
+  const contested =
+    !deps.db.ipnsNames.publishedHere(name) && name.lastPublishedAt !== null && publishedAt - name.lastPublishedAt < IPNS_STORE_TIMEOUT_MS;
   try {
     const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
     await storeIpnsRecord(
@@ -176,6 +179,7 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
       cid.v1,
       advanced.sequence,
       signal,
+      contested,
     );
   } catch {
     await deps.jobs.signal(ipnsJob, { ipnsName: name._id }, REPUBLISH_SIGNAL, []).catch(() => undefined);

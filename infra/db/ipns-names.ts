@@ -31,6 +31,8 @@ export interface IpnsNameRecord {
   createdAt: number;
   /** Which publish wrote the record last, when publishes went together (`advance`). */
   publishStamp?: string;
+  /** Which process published last (random per process start): see `publishedHere`. */
+  publishedBy?: string;
 }
 
 const schema = new Schema<IpnsNameRecord>(
@@ -50,6 +52,7 @@ const schema = new Schema<IpnsNameRecord>(
     lastRepublishError: { type: String, default: null },
     createdAt: { type: Number, required: true },
     publishStamp: { type: String },
+    publishedBy: { type: String },
   },
   { versionKey: false, minimize: false },
 );
@@ -80,6 +83,7 @@ export const utcMonth = (at: number): string => new Date(at).toISOString().slice
 
 export function createIpnsNameStore(conn: Connection) {
   const Names: Model<IpnsNameRecord> = conn.model<IpnsNameRecord>('IpnsName', schema, 'ipns_names');
+  const publisher = crypto.randomBytes(8).toString('hex');
 
   /** A name holds its current target. */
   const holder: HolderKind = {
@@ -98,7 +102,7 @@ export function createIpnsNameStore(conn: Connection) {
   /** One publish by itself: one conditional update whose filter decides the month's count. */
   async function advanceAlone({ ipnsName, userId, target, at }: Publish): Promise<Advanced | null> {
     const month = utcMonth(at);
-    const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at };
+    const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at, publishedBy: publisher };
     const update = (filter: object, change: object) =>
       Names.findOneAndUpdate({ _id: ipnsName, userId, ...filter }, change, { returnDocument: 'before' })
         .lean<IpnsNameRecord>()
@@ -148,7 +152,14 @@ export function createIpnsNameStore(conn: Connection) {
       const statements = sent.map(({ index, stamp, previous }) => {
         const { target, at } = publishes[index]!;
         const month = utcMonth(at);
-        const set = { cid: target.cid, multihash: target.multihash, lastPublishedAt: at, lastRepublishedAt: at, publishStamp: stamp };
+        const set = {
+          cid: target.cid,
+          multihash: target.multihash,
+          lastPublishedAt: at,
+          lastRepublishedAt: at,
+          publishStamp: stamp,
+          publishedBy: publisher,
+        };
         const counted =
           previous.publishMonth === month ? { publishCount: previous.publishCount + 1 } : { publishMonth: month, publishCount: 1 };
         return {
@@ -203,6 +214,10 @@ export function createIpnsNameStore(conn: Connection) {
      */
     advance: (ipnsName: string, userId: string, target: { cid: string; multihash: string }, at: number): Promise<Advanced | null> =>
       together({ ipnsName, userId, target, at }),
+
+    /** Whether this process made the record's last publish (so stored its record in order with
+     * its own later ones, infra/ipns.ts). */
+    publishedHere: (record: IpnsNameRecord): boolean => record.publishedBy === publisher,
 
     /** Notes how the last republish went. */
     async republished(ipnsName: string, outcome: { at: number } | { error: string; at: number }): Promise<void> {
