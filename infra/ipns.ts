@@ -9,7 +9,13 @@ import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id';
 import { createIPNSRecord, marshalIPNSRecord, unmarshalIPNSRecord } from 'ipns';
 import { base36 } from 'multiformats/bases/base36';
 import { CID } from 'multiformats/cid';
-import { IPNS_RECHECKS_MS, IPNS_RECORD_TTL_MS, IPNS_RECORD_VALIDITY_MS, IPNS_SIGNING_KEYS_KEPT } from './constants.js';
+import {
+  IPNS_RECHECKS_MS,
+  IPNS_RECORD_TTL_MS,
+  IPNS_STORE_TIMEOUT_MS,
+  IPNS_RECORD_VALIDITY_MS,
+  IPNS_SIGNING_KEYS_KEPT,
+} from './constants.js';
 import { KuboError, postStream, type Kubo } from './kubo.js';
 import { seal, unseal } from './secrets.js';
 
@@ -126,7 +132,10 @@ export async function storeIpnsRecord(
   if (!contested) return;
   await keepHeld(kuboApiUrl, name.ipnsName, record, sequence, signal);
   for (const after of IPNS_RECHECKS_MS) {
-    setTimeout(() => void keepHeld(kuboApiUrl, name.ipnsName, record, sequence).catch(() => undefined), after).unref();
+    setTimeout(() => {
+      const later = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
+      keepHeld(kuboApiUrl, name.ipnsName, record, sequence, later).catch(() => undefined);
+    }, after).unref();
   }
 }
 
