@@ -1,6 +1,7 @@
 // The activity of an IPNS name's job (workflows/ipns.ts): republish the current record, signed
 // again with the same sequence and a new validity. Publishes are the API's (api/usecases/ipns.ts).
 import { IPNS_STORE_TIMEOUT_MS } from '../infra/constants.js';
+import type { IpnsNameRecord } from '../infra/db/ipns-names.js';
 import { storeIpnsRecord } from '../infra/ipns.js';
 import { recordEvent } from '../infra/webhooks/events.js';
 import type { ActivityDeps } from './deps.js';
@@ -20,30 +21,23 @@ export function createIpnsActivities(deps: ActivityDeps) {
       if (!name.cid) return 'nothing';
       try {
         const signal = AbortSignal.timeout(IPNS_STORE_TIMEOUT_MS);
-        await storeIpnsRecord(
-          config.kubo.apiUrl,
-          config.masterKey,
-          { ipnsName: name._id, sealedKey: name.sealedKey },
-          name.cid,
-          name.sequence,
-          signal,
-        );
+        const store = (record: IpnsNameRecord, contested: boolean) =>
+          storeIpnsRecord(
+            config.kubo.apiUrl,
+            config.masterKey,
+            { ipnsName: record._id, sealedKey: record.sealedKey },
+            record.cid!,
+            record.sequence,
+            signal,
+            contested,
+          );
+        await store(name, false);
         // A publish that moved the name on meanwhile may have stored its record in Kubo at the
         // same moment as this lower one, which can then land last (infra/ipns.ts): its record
         // is stored again, read back until Kubo holds it. Read after the put has landed, so a
         // publish this misses stored its record after it.
         const now = await db.ipnsNames.get(input.ipnsName);
-        if (now?.cid && now.sequence > name.sequence) {
-          await storeIpnsRecord(
-            config.kubo.apiUrl,
-            config.masterKey,
-            { ipnsName: now._id, sealedKey: now.sealedKey },
-            now.cid,
-            now.sequence,
-            signal,
-            true,
-          );
-        }
+        if (now?.cid && now.sequence > name.sequence) await store(now, true);
       } catch (err) {
         await db.ipnsNames.republished(input.ipnsName, { error: (err as Error).message, at: Date.now() });
         return 'failed';
