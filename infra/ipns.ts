@@ -129,7 +129,7 @@ export async function storeIpnsRecord(
 ): Promise<void> {
   const record = await signIpnsRecord(signingKey(masterKey, name.sealedKey), cid, sequence);
   await putIpnsRecord(kuboApiUrl, name.ipnsName, record, signal);
-  if (!contested) return;
+  if (!contestedNow(name.ipnsName, contested)) return;
   await keepHeld(kuboApiUrl, name.ipnsName, record, sequence, signal);
   for (const after of IPNS_RECHECKS_MS) {
     setTimeout(() => {
@@ -137,6 +137,30 @@ export async function storeIpnsRecord(
       keepHeld(kuboApiUrl, name.ipnsName, record, sequence, later).catch(() => undefined);
     }, after).unref();
   }
+}
+
+/**
+ * Names this process stored a contested record of, until when their stores count as contested
+ * too: another process's lower put can still land after this process's next publish of the
+ * name, which by itself (its previous publish this process's) would not look.
+ */
+const contestedUntil = new Map<string, number>();
+
+function contestedNow(ipnsName: string, contested: boolean): boolean {
+  const now = Date.now();
+  if (contested) {
+    // Bounded like the keys kept: past as many names, the expired entries go.
+    if (contestedUntil.size >= IPNS_SIGNING_KEYS_KEPT) {
+      for (const [name, until] of contestedUntil) if (until <= now) contestedUntil.delete(name);
+    }
+    contestedUntil.set(ipnsName, now + IPNS_STORE_TIMEOUT_MS);
+    return true;
+  }
+  const until = contestedUntil.get(ipnsName);
+  if (until === undefined) return false;
+  if (until > now) return true;
+  contestedUntil.delete(ipnsName);
+  return false;
 }
 
 /** Puts the record again while Kubo holds a lower sequence of the name (a few times at most:
