@@ -45,7 +45,15 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
       '--handler=sqlite',
       // A directory URI: one SQLite file per database. The trailing slash is required, and a
       // file:// URL keeps paths with spaces working.
-      `--sqlite-url=${pathToFileURL(sqliteDir).href}/`,
+      //
+      // synchronous(normal): a commit is written to the WAL but not fsynced; the WAL is synced at
+      // its checkpoints. A write answered survives the process's end (kill -9 included), and
+      // SQLite stays consistent after a power loss, which may undo the last commits: the
+      // durability of a standalone MongoDB's default (w: 1, journal flushed every 100 ms).
+      // FerretDB leaves SQLite's default, full, which fsyncs every commit: 819 fsyncs in 5 s
+      // of webhook deliveries against 30, and FerretDB's CPU per delivery 0.31-0.42 ms against
+      // 0.26-0.29 (measured alone on this machine; README: Local stack).
+      `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(normal)`,
       // state.json (instance UUID, telemetry decision) would otherwise land in the cwd.
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,
