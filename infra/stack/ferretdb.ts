@@ -52,7 +52,7 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
       // durability of a standalone MongoDB's default (w: 1, journal flushed every 100 ms).
       // FerretDB leaves SQLite's default, full, which fsyncs every commit: 819 fsyncs in 5 s
       // of webhook deliveries against 30, and FerretDB's CPU per delivery 0.31-0.42 ms against
-      // 0.26-0.29 (measured alone on this machine; README: Local stack).
+      // 0.26-0.29 (measured alone on this machine; README: The local stack).
       `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(normal)`,
       // state.json (instance UUID, telemetry decision) would otherwise land in the cwd.
       `--state-dir=${options.dataDir}`,

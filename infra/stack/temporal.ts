@@ -63,6 +63,15 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     'start-dev',
     '--db-filename',
     path.join(options.dataDir, 'temporal.db'),
+    // SQLite's defaults, which the CLI keeps, journal each commit in a file of its own and fsync
+    // it and the database (journal_mode delete, synchronous full). With a write-ahead log and
+    // an fsync at its checkpoints only, a commit survives the server's end (kill -9 included),
+    // and a power loss can undo the last ones, as for FerretDB (infra/stack/ferretdb.ts; README:
+    // The local stack).
+    '--sqlite-pragma',
+    'journal_mode=wal',
+    '--sqlite-pragma',
+    'synchronous=normal',
     '--ip',
     '127.0.0.1',
     '--port',
