@@ -8,8 +8,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import mongoose from 'mongoose';
+import { startFerretDb } from '../infra/stack/ferretdb.js';
 import { startKubo, type KuboNode } from '../infra/stack/kubo.js';
 import { freePorts } from '../infra/stack/ports.js';
+import { startTemporal } from '../infra/stack/temporal.js';
 
 function env(name: string): string {
   const value = process.env[name];
@@ -132,6 +134,38 @@ test('MongoDB answers ping and round-trips a document', async () => {
     await conn.close();
   }
 });
+
+// STACK_DB_SYNC reaches both SQLite servers (infra/stack/ferretdb.ts DbSync): FerretDB by its
+// URL's pragma, Temporal by the CLI's, which also puts its database on a write-ahead log (its
+// -wal file is there while it runs; SQLite's default journal leaves none).
+test('FerretDB and Temporal start with the SQLite sync asked for, Temporal on a write-ahead log', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-sync-'));
+  const [mongoPort, frontend, http, metrics] = await freePorts(4);
+  const cmdline = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  const ferret = await startFerretDb({ dataDir: path.join(dir, 'ferretdb'), logDir: dir, port: mongoPort!, sync: 'full' });
+  const temporal = await startTemporal({
+    dataDir: path.join(dir, 'temporal'),
+    logDir: dir,
+    ports: { frontend: frontend!, http: http!, metrics: metrics! },
+  });
+  try {
+    expect(cmdline(ferret.pid).find((a) => a.startsWith('--sqlite-url='))).toMatch(/\?_pragma=synchronous\(full\)$/);
+    const pragmas = cmdline(temporal.pid).filter((_, i, all) => all[i - 1] === '--sqlite-pragma');
+    expect(pragmas).toEqual(['journal_mode=wal', 'synchronous=normal']);
+    expect(fs.existsSync(path.join(dir, 'temporal', 'temporal.db-wal'))).toBe(true);
+    const conn = await mongoose.createConnection(ferret.uri).asPromise();
+    try {
+      const things = conn.db!.collection('sync_test');
+      const { insertedId } = await things.insertOne({ n: 1 });
+      expect(await things.findOne({ _id: insertedId })).toEqual({ _id: insertedId, n: 1 });
+    } finally {
+      await conn.close();
+    }
+  } finally {
+    await Promise.all([ferret.stop(), temporal.stop()]);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
 
 // The stack's FerretDB is built with patches (infra/stack/patches/ferretdb/); the first makes reads,
 // updates and deletes by `_id` use the `_id` index instead of reading the whole table, which

@@ -8,11 +8,23 @@ import { binaryPath } from './binaries.js';
 import { canConnect } from './ports.js';
 import { startProcess } from './process.js';
 
+/**
+ * When the stack's SQLite databases (FerretDB's and Temporal's, both on a write-ahead log)
+ * fsync: 'normal', at the log's checkpoints (a commit survives the end of any process, kill -9
+ * included; a power loss or an OS crash may undo the last commits, as on a standalone MongoDB
+ * with its default write concern), or 'full', at every commit. STACK_DB_SYNC; README: The local
+ * stack.
+ */
+export type DbSync = 'normal' | 'full';
+export const DB_SYNC_VALUES: readonly DbSync[] = ['normal', 'full'];
+
 export interface FerretDbOptions {
   /** FerretDB's own directory: SQLite files in sqlite/, its state.json beside them. */
   dataDir: string;
   logDir: string;
   port: number;
+  /** 'normal' unless given. */
+  sync?: DbSync;
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
   onSpawn?: (pid: number) => void;
@@ -46,14 +58,10 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
       // A directory URI: one SQLite file per database. The trailing slash is required, and a
       // file:// URL keeps paths with spaces working.
       //
-      // synchronous(normal): a commit is written to the WAL but not fsynced; the WAL is synced at
-      // its checkpoints. A write answered survives the process's end (kill -9 included), and
-      // SQLite stays consistent after a power loss, which may undo the last commits: the
-      // durability of a standalone MongoDB's default (w: 1, journal flushed every 100 ms).
-      // FerretDB leaves SQLite's default, full, which fsyncs every commit: 819 fsyncs in 5 s
-      // of webhook deliveries against 30, and FerretDB's CPU per delivery 0.31-0.42 ms against
-      // 0.26-0.29 (measured alone on this machine; README: The local stack).
-      `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(normal)`,
+      // synchronous: see DbSync. FerretDB leaves SQLite's default, full. With normal, 5 s of
+      // webhook deliveries made 30 fsyncs against 819, and FerretDB's CPU per delivery was
+      // 0.26-0.29 ms against 0.31-0.42 (measured alone on this machine; README: The local stack).
+      `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(${options.sync ?? 'normal'})`,
       // state.json (instance UUID, telemetry decision) would otherwise land in the cwd.
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { clusterIdentity, startClusterPeer } from './cluster.js';
-import { startFerretDb } from './ferretdb.js';
+import { startFerretDb, type DbSync } from './ferretdb.js';
 import { kuboPeerId, startKubo } from './kubo.js';
 import { MAX_PEERS, PEER_PORT_STEP, PEER_PORTS, peerName, waitForPeerset, type PeerPorts } from './peers.js';
 import { assertPortsFree, freePorts } from './ports.js';
@@ -58,6 +58,8 @@ export interface StackOptions {
   ui: boolean;
   /** Kubo + Cluster peer pairs, one Cluster (CRDT consensus); 1 unless given (STACK_PEERS). */
   peers?: number;
+  /** When FerretDB's and Temporal's SQLite fsync: 'normal' (at checkpoints) unless given (STACK_DB_SYNC). */
+  dbSync?: DbSync;
   external?: { mongodbUri?: string; temporalAddress?: string; kuboApiUrl?: string; clusterApiUrl?: string };
   /** Aborting stops whatever has started and makes startStack reject. */
   signal?: AbortSignal;
@@ -263,7 +265,14 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         : start(
             'ferretdb',
             () =>
-              startFerretDb({ dataDir: path.join(dataDir, 'ferretdb'), logDir, port: port.ferretdb, signal, onSpawn: spawned('ferretdb') }),
+              startFerretDb({
+                dataDir: path.join(dataDir, 'ferretdb'),
+                logDir,
+                port: port.ferretdb,
+                sync: options.dbSync,
+                signal,
+                onSpawn: spawned('ferretdb'),
+              }),
             (r) => r.uri,
           ),
       external.temporalAddress
@@ -274,6 +283,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
               startTemporal({
                 dataDir: path.join(dataDir, 'temporal'),
                 logDir,
+                sync: options.dbSync,
                 signal,
                 onSpawn: spawned('temporal'),
                 ports: {

@@ -36,6 +36,7 @@ import {
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
 import { startEdge, type Edge, type EdgeTls } from './edge.js';
+import { DB_SYNC_VALUES, type DbSync } from './ferretdb.js';
 import { updateStackFile } from './stack-file.js';
 import { MAX_PEERS, startStack, type Stack, type StackPeer } from './stack.js';
 
@@ -54,6 +55,17 @@ function count(name: string, max: number): number {
   return n;
 }
 const shape = { peers: count('STACK_PEERS', MAX_PEERS), apis: count('STACK_APIS', 9), workers: count('STACK_WORKERS', 9) };
+
+/** STACK_DB_SYNC: when the local FerretDB and Temporal fsync their commits (infra/stack/ferretdb.ts). */
+function dbSync(): DbSync {
+  const value = (process.env.STACK_DB_SYNC || 'normal').toLowerCase();
+  if (!(DB_SYNC_VALUES as readonly string[]).includes(value)) {
+    say(`STACK_DB_SYNC must be ${DB_SYNC_VALUES.join(' or ')} (it is "${process.env.STACK_DB_SYNC}")`);
+    process.exit(1);
+  }
+  return value as DbSync;
+}
+const sync = dbSync();
 
 /** EDGE (on unless `off`) and EDGE_TLS (`internal` or `acme`; plain HTTP unless set). */
 function edgeSettings(): { on: boolean; tls: EdgeTls['mode'] | null; secret: string } {
@@ -203,6 +215,7 @@ async function main(): Promise<void> {
     ports: { base: portBase },
     ui: true,
     peers: shape.peers,
+    dbSync: sync,
     external: {
       mongodbUri: process.env.MONGODB_URI || undefined,
       temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
