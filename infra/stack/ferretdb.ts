@@ -15,15 +15,16 @@ import { startProcess } from './process.js';
  * with its default write concern), or 'full', at every commit. STACK_DB_SYNC; README: The local
  * stack.
  */
-export type DbSync = 'normal' | 'full';
-export const DB_SYNC_VALUES: readonly DbSync[] = ['normal', 'full'];
+export const DB_SYNC_VALUES = ['normal', 'full'] as const;
+export type DbSync = (typeof DB_SYNC_VALUES)[number];
+export const DEFAULT_DB_SYNC: DbSync = 'normal';
 
 export interface FerretDbOptions {
   /** FerretDB's own directory: SQLite files in sqlite/, its state.json beside them. */
   dataDir: string;
   logDir: string;
   port: number;
-  /** 'normal' unless given. */
+  /** DEFAULT_DB_SYNC unless given. */
   sync?: DbSync;
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
@@ -61,7 +62,7 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
       // synchronous: see DbSync. FerretDB leaves SQLite's default, full. With normal, 5 s of
       // webhook deliveries made 30 fsyncs against 819, and FerretDB's CPU per delivery was
       // 0.26-0.29 ms against 0.31-0.42 (measured alone on this machine; README: The local stack).
-      `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(${options.sync ?? 'normal'})`,
+      `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(${options.sync ?? DEFAULT_DB_SYNC})`,
       // state.json (instance UUID, telemetry decision) would otherwise land in the cwd.
       `--state-dir=${options.dataDir}`,
       `--listen-addr=127.0.0.1:${options.port}`,

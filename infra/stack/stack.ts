@@ -58,7 +58,7 @@ export interface StackOptions {
   ui: boolean;
   /** Kubo + Cluster peer pairs, one Cluster (CRDT consensus); 1 unless given (STACK_PEERS). */
   peers?: number;
-  /** When FerretDB's and Temporal's SQLite fsync: 'normal' (at checkpoints) unless given (STACK_DB_SYNC). */
+  /** When FerretDB's and Temporal's SQLite fsync (DbSync); DEFAULT_DB_SYNC unless given (STACK_DB_SYNC). */
   dbSync?: DbSync;
   external?: { mongodbUri?: string; temporalAddress?: string; kuboApiUrl?: string; clusterApiUrl?: string };
   /** Aborting stops whatever has started and makes startStack reject. */

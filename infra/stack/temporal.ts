@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../temporal/contracts/job.js';
 import { binaryPath } from './binaries.js';
-import type { DbSync } from './ferretdb.js';
+import { DEFAULT_DB_SYNC, type DbSync } from './ferretdb.js';
 import { startProcess } from './process.js';
 
 // INDEXED_VALUE_TYPE_KEYWORD in temporal.api.enums.v1.IndexedValueType.
@@ -27,7 +27,7 @@ export interface TemporalOptions {
   dataDir: string;
   logDir: string;
   ports: TemporalPorts;
-  /** 'normal' unless given (infra/stack/ferretdb.ts DbSync). */
+  /** DEFAULT_DB_SYNC unless given (infra/stack/ferretdb.ts DbSync). */
   sync?: DbSync;
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
@@ -73,7 +73,7 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     '--sqlite-pragma',
     'journal_mode=wal',
     '--sqlite-pragma',
-    `synchronous=${options.sync ?? 'normal'}`,
+    `synchronous=${options.sync ?? DEFAULT_DB_SYNC}`,
     '--ip',
     '127.0.0.1',
     '--port',
