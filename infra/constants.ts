@@ -316,3 +316,7 @@ export const WEBHOOK_ROUND_MS = 30_000;
 export const WEBHOOK_WAKE_DELAY_MS = 200;
 /** Finished deliveries are kept in the log this long. */
 export const WEBHOOK_LOG_RETENTION_MS = 30 * 86_400_000;
+
+/** The API process's old-generation heap may grow by this percent over what its last full
+ * collection kept before the next one starts (V8's --heap-growing-percent): see api/main.ts. */
+export const API_HEAP_GROWING_PERCENT = 100;
