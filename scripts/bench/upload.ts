@@ -40,6 +40,8 @@ export const UPLOAD_SIZE = 1024 * MiB;
 export const ROUNDS = 6;
 /** Rounds with the API and Kubo on cores of their own (taskset), as in a deployment. */
 export const SEPARATE_ROUNDS = 4;
+/** How long the API idles before the rounds (30 s was enough for V8's idle-time collections). */
+const API_IDLE_MS = 30_000;
 
 const exec = promisify(execFile);
 
@@ -187,6 +189,11 @@ export async function benchUpload(
   await kuboAdd(kuboApiUrl, 8 * MiB, `${seed}-warm-kubo`);
   await kuboAdd(proxy.url, 8 * MiB, `${seed}-warm-proxy`);
   await dropApiUpload(ctx, await apiUpload(ctx, 8 * MiB, `${seed}-warm-api`));
+  // Then idle, as a deployed API process mostly is: V8's idle-time collections set its heap's
+  // limits, which a process that has only just started never meets (api/main.ts: measured, such
+  // a process spent twice the CPU of a fresh one on a 1 GiB upload before the API tuned V8).
+  say(`upload: the API idles ${API_IDLE_MS / 1000} s first, as a process that has been up a while`);
+  await new Promise((r) => setTimeout(r, API_IDLE_MS));
   ctx.signal.throwIfAborted();
 
   const rssBefore = procMemory(apiPid, 'VmRSS');
