@@ -135,7 +135,7 @@ test('MongoDB answers ping and round-trips a document', async () => {
   }
 });
 
-// STACK_DB_SYNC reaches both SQLite servers (infra/stack/ferretdb.ts DbSync): FerretDB by its
+// STACK_DB_SYNC reaches both SQLite servers (infra/stack/db-sync.ts): FerretDB by its
 // URL's pragma, Temporal by the CLI's, which also puts its database on a write-ahead log (its
 // -wal file is there while it runs; SQLite's default journal leaves none).
 test('FerretDB and Temporal start with the SQLite sync asked for, Temporal on a write-ahead log', async () => {

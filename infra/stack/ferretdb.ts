@@ -5,19 +5,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import mongoose from 'mongoose';
 import { binaryPath } from './binaries.js';
+import { DEFAULT_DB_SYNC, type DbSync } from './db-sync.js';
 import { canConnect } from './ports.js';
 import { startProcess } from './process.js';
-
-/**
- * When the stack's SQLite databases (FerretDB's and Temporal's, both on a write-ahead log)
- * fsync: 'normal', at the log's checkpoints (a commit survives the end of any process, kill -9
- * included; a power loss or an OS crash may undo the last commits, as on a standalone MongoDB
- * with its default write concern), or 'full', at every commit. STACK_DB_SYNC; README: The local
- * stack.
- */
-export const DB_SYNC_VALUES = ['normal', 'full'] as const;
-export type DbSync = (typeof DB_SYNC_VALUES)[number];
-export const DEFAULT_DB_SYNC: DbSync = 'normal';
 
 export interface FerretDbOptions {
   /** FerretDB's own directory: SQLite files in sqlite/, its state.json beside them. */
@@ -59,7 +49,7 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
       // A directory URI: one SQLite file per database. The trailing slash is required, and a
       // file:// URL keeps paths with spaces working.
       //
-      // synchronous: see DbSync. FerretDB leaves SQLite's default, full. With normal, 5 s of
+      // synchronous: see DbSync (db-sync.ts). FerretDB leaves SQLite's default, full. With normal, 5 s of
       // webhook deliveries made 30 fsyncs against 819, and FerretDB's CPU per delivery was
       // 0.26-0.29 ms against 0.31-0.42 (measured alone on this machine; README: The local stack).
       `--sqlite-url=${pathToFileURL(sqliteDir).href}/?_pragma=synchronous(${options.sync ?? DEFAULT_DB_SYNC})`,

@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { clusterIdentity, startClusterPeer } from './cluster.js';
-import { startFerretDb, type DbSync } from './ferretdb.js';
+import type { DbSync } from './db-sync.js';
+import { startFerretDb } from './ferretdb.js';
 import { kuboPeerId, startKubo } from './kubo.js';
 import { MAX_PEERS, PEER_PORT_STEP, PEER_PORTS, peerName, waitForPeerset, type PeerPorts } from './peers.js';
 import { assertPortsFree, freePorts } from './ports.js';

@@ -36,7 +36,7 @@ import {
 import { projectRoot } from '../paths.js';
 import { newMasterKey } from '../secrets.js';
 import { startEdge, type Edge, type EdgeTls } from './edge.js';
-import { DB_SYNC_VALUES, DEFAULT_DB_SYNC, type DbSync } from './ferretdb.js';
+import { DB_SYNC_VALUES, DEFAULT_DB_SYNC, type DbSync } from './db-sync.js';
 import { updateStackFile } from './stack-file.js';
 import { MAX_PEERS, startStack, type Stack, type StackPeer } from './stack.js';
 
@@ -56,7 +56,7 @@ function count(name: string, max: number): number {
 }
 const shape = { peers: count('STACK_PEERS', MAX_PEERS), apis: count('STACK_APIS', 9), workers: count('STACK_WORKERS', 9) };
 
-/** STACK_DB_SYNC: when the local FerretDB and Temporal fsync their commits (infra/stack/ferretdb.ts). */
+/** STACK_DB_SYNC: when the local FerretDB and Temporal fsync their commits (infra/stack/db-sync.ts). */
 function dbSync(): DbSync {
   const value = (process.env.STACK_DB_SYNC || DEFAULT_DB_SYNC).toLowerCase();
   if (!(DB_SYNC_VALUES as readonly string[]).includes(value)) {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../temporal/contracts/job.js';
 import { binaryPath } from './binaries.js';
-import { DEFAULT_DB_SYNC, type DbSync } from './ferretdb.js';
+import { DEFAULT_DB_SYNC, type DbSync } from './db-sync.js';
 import { startProcess } from './process.js';
 
 // INDEXED_VALUE_TYPE_KEYWORD in temporal.api.enums.v1.IndexedValueType.
@@ -27,7 +27,7 @@ export interface TemporalOptions {
   dataDir: string;
   logDir: string;
   ports: TemporalPorts;
-  /** DEFAULT_DB_SYNC unless given (infra/stack/ferretdb.ts DbSync). */
+  /** DEFAULT_DB_SYNC unless given (infra/stack/db-sync.ts). */
   sync?: DbSync;
   signal?: AbortSignal;
   /** Called with the server's pid as soon as it is spawned. */
@@ -68,7 +68,7 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     path.join(options.dataDir, 'temporal.db'),
     // SQLite's defaults, which the CLI keeps, journal each commit in a file of its own and fsync
     // it and the database (journal_mode delete, synchronous full). A write-ahead log instead,
-    // fsynced as DbSync says (infra/stack/ferretdb.ts): with normal, pins 31.5 -> 47.4/s and
+    // fsynced as DbSync says (infra/stack/db-sync.ts): with normal, pins 31.5 -> 47.4/s and
     // Temporal's CPU per pin 17.7 -> 10.7 ms (README: The local stack).
     '--sqlite-pragma',
     'journal_mode=wal',
