@@ -209,6 +209,8 @@ export async function benchUpload(
     const order = paths.map((_, i) => paths[(i + round - 1) % paths.length]!);
     const speed = { api: 0, kubo: 0, proxy: 0 };
     const cids: Record<Path, string> = { api: '', kubo: '', proxy: '' };
+    /** This round's CPU seconds of the API and of the bare proxy, each on its own run. */
+    const used = { api: 0, proxy: 0 };
     const file = client === 'curl' ? await roundFile(ctx.dataDir, UPLOAD_SIZE, bytesSeed) : undefined;
     for (const path of order) {
       ctx.signal.throwIfAborted();
@@ -224,6 +226,7 @@ export async function benchUpload(
       const kuboUsed = kuboPid ? cpuTicks(kuboPid) - before.kubo : 0;
       const clientUsed = clientTicks() - before.client;
       if (path === 'api') {
+        used.api = (cpuTicks(apiPid) - before.api) / TICKS_PER_SECOND;
         ticks.api += cpuTicks(apiPid) - before.api;
         ticks.kuboViaApi += kuboUsed;
         ticks.clientViaApi += clientUsed;
@@ -232,7 +235,10 @@ export async function benchUpload(
         if (path === 'kubo') {
           ticks.kubo += kuboUsed;
           ticks.client += clientUsed;
-        } else ticks.proxy += cpuTicks(proxy.pid) - before.proxy;
+        } else {
+          used.proxy = (cpuTicks(proxy.pid) - before.proxy) / TICKS_PER_SECOND;
+          ticks.proxy += cpuTicks(proxy.pid) - before.proxy;
+        }
         await kuboGc(kuboApiUrl);
       }
       speed[path] = mb / run.seconds;
@@ -243,7 +249,8 @@ export async function benchUpload(
     results.push({ ...speed, ratio: speed.api / speed.kubo, proxyRatio: speed.proxy / speed.kubo, first: order[0]! });
     say(
       `upload: round ${round} (${order.join(', ')}): api ${speed.api.toFixed(1)} MB/s, kubo ${speed.kubo.toFixed(1)} MB/s, ` +
-        `bare proxy ${speed.proxy.toFixed(1)} MB/s; ratio ${(speed.api / speed.kubo).toFixed(2)}, bare proxy ${(speed.proxy / speed.kubo).toFixed(2)}`,
+        `bare proxy ${speed.proxy.toFixed(1)} MB/s; ratio ${(speed.api / speed.kubo).toFixed(2)}, bare proxy ${(speed.proxy / speed.kubo).toFixed(2)}; ` +
+        `cpu s: api ${used.api.toFixed(2)}, bare proxy ${used.proxy.toFixed(2)}`,
     );
   }
   // The peak covers every API upload of the rounds.
