@@ -19,7 +19,8 @@ export interface PinRef {
 }
 
 export type PinOutcome =
-  | { pinned: true; size: number | null }
+  /** `completed`: marked pinned and counted already (beginPin does it for content pinned at once). */
+  | { pinned: true; size: number | null; completed?: true }
   | { pinned: false; lastStatus: string; requested: boolean }
   /** The request was deleted or failed meanwhile: nothing more to do. */
   | { gone: true };
@@ -97,6 +98,30 @@ export function createPinActivities(deps: ActivityDeps) {
     return { pinned: false, requested: true, lastStatus };
   }
 
+  /** Marks the request `pinned` and counts it as a hold of the user's storage, once: only
+   * the call that made the transition counts it (a delete releases what it removed), and
+   * content the user holds already (uploaded as a file) adds nothing (infra/db/usage.ts). */
+  async function completePin(input: PinRef & { size: number | null; cid?: string; multihash?: string }): Promise<void> {
+    const userId = userOfContentKey(input.key);
+    await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
+    // Logged with the counters it moves, for the sweep (activities/counts.ts). (A workflow
+    // started before this was logged passes no CID: it is counted as before.)
+    if (input.cid && input.multihash) await db.holdChanges.append(input.multihash, input.cid, { userId });
+    let pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
+    if (!pinned) {
+      // A retry of this step after a worker died between the two writes (measured by npm run
+      // chaos): the request is pinned, and maybe not counted. A user has one request per
+      // content, so a holding document that counts no pin says this one never was.
+      const current = await db.pins.get(input.key);
+      if (current?.requestId !== input.requestId || current.status !== 'pinned') return;
+      if (((await db.usage.holding(userId, current.multihash))?.pin ?? 0) > 0) return;
+      pinned = current;
+    }
+    const held = await db.usage.hold(userId, pinned.multihash, 'pin', pinned.size ?? 0);
+    await db.activity.tryRecord(userId, Date.now(), { storedBytes: held.used });
+    await recordEvent(deps, userId, pinEvent('pin.pinned', pinned));
+  }
+
   return {
     /**
      * The pin's first step, run as a local activity: dials the origins, asks Cluster to pin,
@@ -107,6 +132,12 @@ export function createPinActivities(deps: ActivityDeps) {
      */
     async beginPin(input: PinRef & { cid: string; multihash: string; origins: string[] }): Promise<PinOutcome> {
       const outcome = await quickPin(input);
+      if ('pinned' in outcome && outcome.pinned) {
+        // Completed here rather than in a step of its own: a local activity fewer per pin (a
+        // workflow activation, a marker in its history and the worker's share of both).
+        await completePin({ ...input, size: outcome.size });
+        return { ...outcome, completed: true };
+      }
       // Marked only when it is not pinned yet: a write fewer for content that is local.
       if ('pinned' in outcome && !outcome.pinned && !(await db.pins.setStatus(input.key, input.requestId, 'pinning')))
         return { gone: true };
@@ -144,7 +175,11 @@ export function createPinActivities(deps: ActivityDeps) {
           }
           const recover = now - lastRecover > RECOVER_EVERY_MS;
           const s = await clusterStatus(input.cid, recover);
-          if (s.pinned) return { pinned: true, size: await contentSize(input.cid) };
+          if (s.pinned) {
+            const size = await contentSize(input.cid);
+            await completePin({ ...input, size }); // as beginPin does
+            return { pinned: true, size, completed: true };
+          }
           if (s.error && recover) lastRecover = now;
           lastStatus = s.status;
         } catch (err) {
@@ -155,29 +190,7 @@ export function createPinActivities(deps: ActivityDeps) {
       }
     },
 
-    /** Marks the request `pinned` and counts it as a hold of the user's storage, once: only
-     * the call that made the transition counts it (a delete releases what it removed), and
-     * content the user holds already (uploaded as a file) adds nothing (infra/db/usage.ts). */
-    async completePin(input: PinRef & { size: number | null; cid?: string; multihash?: string }): Promise<void> {
-      const userId = userOfContentKey(input.key);
-      await db.usage.ensure(userId); // before the record changes (infra/db/usage.ts)
-      // Logged with the counters it moves, for the sweep (activities/counts.ts). (A workflow
-      // started before this was logged passes no CID: it is counted as before.)
-      if (input.cid && input.multihash) await db.holdChanges.append(input.multihash, input.cid, { userId });
-      let pinned = await db.pins.markPinned(input.key, input.requestId, input.size);
-      if (!pinned) {
-        // A retry of this step after a worker died between the two writes (measured by npm run
-        // chaos): the request is pinned, and maybe not counted. A user has one request per
-        // content, so a holding document that counts no pin says this one never was.
-        const current = await db.pins.get(input.key);
-        if (current?.requestId !== input.requestId || current.status !== 'pinned') return;
-        if (((await db.usage.holding(userId, current.multihash))?.pin ?? 0) > 0) return;
-        pinned = current;
-      }
-      const held = await db.usage.hold(userId, pinned.multihash, 'pin', pinned.size ?? 0);
-      await db.activity.tryRecord(userId, Date.now(), { storedBytes: held.used });
-      await recordEvent(deps, userId, pinEvent('pin.pinned', pinned));
-    },
+    completePin,
 
     /**
      * Sweep: starts the workflow of requests left `queued` for a minute (Temporal was down when

@@ -5,7 +5,8 @@
 // recording each step in MongoDB.
 //
 // Content that is already local takes one workflow task: the first step is a local activity
-// that pins and waits briefly. Otherwise a heartbeating activity waits, up to the deadline.
+// that pins, waits briefly and, once pinned, marks the request so. Otherwise a heartbeating
+// activity waits, up to the deadline, and marks it.
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { pinWait, type PinResult, type PinWorkflow } from '../infra/temporal/contracts/pins.js';
@@ -35,7 +36,9 @@ export const pinWorkflow: PinWorkflow = async (input): Promise<PinResult> => {
 
   if ('gone' in outcome) return 'gone';
   if (outcome.pinned) {
-    await local.completePin({ ...ref, cid: input.cid, multihash: input.multihash, size: outcome.size });
+    // Both steps mark the request pinned themselves (`completed`); a history recorded before
+    // they did has its step's outcome without it, and replays this step as it ran.
+    if (!outcome.completed) await local.completePin({ ...ref, cid: input.cid, multihash: input.multihash, size: outcome.size });
     return 'pinned';
   }
   await local.failPin({
