@@ -1,6 +1,7 @@
 // groupCommit and batchedReads (infra/db/batch.ts). The write here is a plain function so the
 // test controls when each batch ends and sees what each carried.
 import { batchedReads, groupCommit, MAX_BATCH } from '../infra/db/batch.js';
+import { STAMPS_KEPT, tookSequence } from '../infra/db/ipns-names.js';
 
 function controlledWrite() {
   const batches: { entries: string[]; end: (results?: (string | Error)[]) => void; fail: (e: Error) => void }[] = [];
@@ -85,4 +86,24 @@ test('a batch takes at most MAX_BATCH entries; the rest go in the next one', asy
   expect(batches.map((x) => x.entries.length)).toEqual([MAX_BATCH, 5]);
   batches[1]!.end();
   expect((await Promise.all(all)).at(-1)).toBe(`e${MAX_BATCH + 4}!`);
+});
+
+test('a batched publish knows whether its statement took the sequence, though later publishes of the name came between', () => {
+  const stamps = (...entries: [number, string][]) => entries.map(([q, s]) => `${q}:${s}`);
+  // Its own entry, then another process's batch took sequence 8 before the read (the case that
+  // used to be taken for a miss: the name was then advanced a second time).
+  expect(tookSequence({ sequence: 8, publishStamps: stamps([7, 'mine'], [8, 'theirs']) }, 7, 'mine')).toBe(true);
+  // Another batch's statement took it.
+  expect(tookSequence({ sequence: 8, publishStamps: stamps([7, 'theirs'], [8, 'more']) }, 7, 'mine')).toBe(false);
+  // A publish alone took it (it keeps no entry), or nothing reached it yet.
+  expect(tookSequence({ sequence: 9, publishStamps: stamps([5, 'old'], [9, 'later']) }, 7, 'mine')).toBe(false);
+  expect(tookSequence({ sequence: 6, publishStamps: stamps([6, 'old']) }, 7, 'mine')).toBe(false);
+  expect(tookSequence({ sequence: 7 }, 7, 'mine')).toBe(false);
+  expect(tookSequence(undefined, 7, 'mine')).toBe(false);
+  // So many batched publishes since that its entry is gone: not knowable.
+  const full = Array.from({ length: STAMPS_KEPT }, (_, i): [number, string] => [8 + i, `p${i}`]);
+  expect(tookSequence({ sequence: 7 + STAMPS_KEPT, publishStamps: stamps(...full) }, 7, 'mine')).toBeUndefined();
+  // A full list that begins before the sequence still tells.
+  const from6 = Array.from({ length: STAMPS_KEPT }, (_, i): [number, string] => [6 + i, i === 1 ? 'mine' : `p${i}`]);
+  expect(tookSequence({ sequence: 5 + STAMPS_KEPT, publishStamps: stamps(...from6) }, 7, 'mine')).toBe(true);
 });

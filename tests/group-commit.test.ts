@@ -14,6 +14,7 @@ import type { ApiServer } from '../api/server.js';
 import { gatewayBytesThisMonth } from '../api/usecases/bandwidth.js';
 import { publishesKey } from '../api/usecases/ipns.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
+import { STAMPS_KEPT } from '../infra/db/ipns-names.js';
 import { parseCid } from '../infra/cid.js';
 import { startApiProcess } from '../infra/stack/services.js';
 import type { ManagedProcess } from '../infra/stack/process.js';
@@ -148,6 +149,15 @@ test('100 concurrent IPNS publishes over two API processes at a limit of 40 a mo
   for (const [i, name] of names.entries()) {
     const given = replies.filter((r) => r.status === 200 && r.body.ipnsName === name).map((r) => r.body.sequence as number);
     expect(given.sort((x, y) => x - y)).toEqual(Array.from({ length: sequences[i]! }, (_, k) => k + 1));
+  }
+  // Publishes that went together kept their stamps, each with the sequence it took, in order.
+  const kept = await Promise.all(names.map(async (n) => (await db.ipnsNames.get(n))!.publishStamps ?? []));
+  expect(kept.flat().length).toBeGreaterThan(0);
+  for (const [i, stamps] of kept.entries()) {
+    const taken = stamps.map((e) => Number(e.split(':')[0]));
+    expect(taken).toEqual([...taken].sort((x, y) => x - y));
+    expect(Math.max(0, ...taken)).toBeLessThanOrEqual(sequences[i]!);
+    expect(stamps.length).toBeLessThanOrEqual(STAMPS_KEPT);
   }
   // Process A took its 50 with fewer updates than takes (one each before).
   expect(updates() - before).toBeLessThan(50);

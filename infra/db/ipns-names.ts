@@ -29,8 +29,9 @@ export interface IpnsNameRecord {
   republishFailingSince: number | null;
   lastRepublishError: string | null;
   createdAt: number;
-  /** Which publish wrote the record last, when publishes went together (`advance`). */
-  publishStamp?: string;
+  /** The last STAMPS_KEPT publishes that went together (`advance`), oldest first, each as
+   * `<the sequence it took>:<its stamp>`. A publish alone adds none. */
+  publishStamps?: string[];
   /** Which process published last (random per process start): see `publishedHere`. */
   publishedBy?: string;
 }
@@ -51,7 +52,7 @@ const schema = new Schema<IpnsNameRecord>(
     republishFailingSince: { type: Number, default: null },
     lastRepublishError: { type: String, default: null },
     createdAt: { type: Number, required: true },
-    publishStamp: { type: String },
+    publishStamps: { type: [String], default: undefined },
     publishedBy: { type: String },
   },
   { versionKey: false, minimize: false },
@@ -74,6 +75,34 @@ export interface Advanced {
 }
 
 const asError = (err: unknown): Error => (err instanceof Error ? err : new Error(String(err)));
+
+/** How many of a name's last batched publishes keep their stamp: more than can come between a
+ * batch's write and its read of the stamps, which follows at once (each is a conditional update
+ * of the name after another). Few and short: FerretDB reads and writes the whole record at every
+ * update of the name (32 entries of {sequence, stamp} doubled its CPU per publish). */
+export const STAMPS_KEPT = 8;
+
+/**
+ * Whether the batched statement with `stamp` took `sequence` of the name, from the record as
+ * read after the write: true, false, or undefined when so many batched publishes came since that
+ * its entry is gone. Each batched publish keeps its entry, in sequence order; a sequence reached
+ * with no entry of its own was taken by a publish alone (or by a process from before stamps),
+ * not by this statement. (The last writer's stamp alone, as kept before, was overwritten when
+ * another process's batch published the name between the write and the read: the publish was
+ * then sent again alone, and the name advanced twice.)
+ */
+export function tookSequence(
+  record: { sequence: number; publishStamps?: string[] } | undefined,
+  sequence: number,
+  stamp: string,
+): boolean | undefined {
+  if (!record || record.sequence < sequence) return false;
+  const entries = (record.publishStamps ?? []).map((e) => ({ q: Number(e.slice(0, e.indexOf(':'))), s: e.slice(e.indexOf(':') + 1) }));
+  const entry = entries.find((e) => e.q === sequence);
+  if (entry) return entry.s === stamp;
+  if (entries.length >= STAMPS_KEPT && entries[0]!.q > sequence) return undefined;
+  return false;
+}
 
 /** The counter of a user's names (counters.ts), taken by a create and given back by a delete. */
 export const ipnsNamesCounter = (userId: string) => `ipns-names:${userId}`;
@@ -124,10 +153,10 @@ export function createIpnsNameStore(conn: Connection) {
    * Publishes that arrive together (batch.ts), each name's first of them: their records read
    * with one query, and each moved on from what was read by one unordered update command whose
    * statements match only a record still at the sequence read (so each is atomic as alone). The
-   * command does not say which statements matched: when fewer did than were sent, a stamp each
-   * wrote tells, by one more read. A publish whose record moved meanwhile, and a name's later
-   * publishes of the batch, go alone. So 16 clients publishing send about two commands a turn,
-   * not one each; a publish alone goes alone.
+   * command does not say which statements matched: when fewer did than were sent, the stamp each
+   * kept with its sequence tells, by one more read (tookSequence). A publish whose record moved
+   * meanwhile, and a name's later publishes of the batch, go alone. So 16 clients publishing send
+   * about two commands a turn, not one each; a publish alone goes alone.
    */
   const together = groupCommit(async (publishes: Publish[]): Promise<Outcome<Advanced | null>[]> => {
     if (publishes.length === 1) return [await advanceAlone(publishes[0]!).catch(asError)];
@@ -146,7 +175,7 @@ export function createIpnsNameStore(conn: Connection) {
         results[index] = null; // another user's name is no name of this user's
         continue;
       }
-      sent.push({ index, stamp: crypto.randomBytes(8).toString('hex'), previous });
+      sent.push({ index, stamp: crypto.randomBytes(6).toString('hex'), previous });
     }
     if (sent.length > 0) {
       const statements = sent.map(({ index, stamp, previous }) => {
@@ -157,7 +186,6 @@ export function createIpnsNameStore(conn: Connection) {
           multihash: target.multihash,
           lastPublishedAt: at,
           lastRepublishedAt: at,
-          publishStamp: stamp,
           publishedBy: publisher,
         };
         const counted =
@@ -165,18 +193,33 @@ export function createIpnsNameStore(conn: Connection) {
         return {
           updateOne: {
             filter: { _id: previous._id, sequence: previous.sequence },
-            update: { $set: { ...set, ...counted, sequence: previous.sequence + 1 } },
+            // The stamps as read, and this one: the statement matches only the record as read.
+            update: {
+              $set: {
+                ...set,
+                ...counted,
+                sequence: previous.sequence + 1,
+                publishStamps: [...(previous.publishStamps ?? []), `${previous.sequence + 1}:${stamp}`].slice(-STAMPS_KEPT),
+              },
+            },
           },
         };
       });
       const written = await Names.bulkWrite(statements, { ordered: false });
       let matched = new Set(sent.map((s) => s.index));
       if (written.matchedCount < sent.length) {
-        const now = await Names.find({ _id: { $in: sent.map((s) => s.previous._id) } }, { publishStamp: 1 })
-          .lean<{ _id: string; publishStamp?: string }[]>()
+        const now = await Names.find({ _id: { $in: sent.map((s) => s.previous._id) } }, { sequence: 1, publishStamps: 1 })
+          .lean<Pick<IpnsNameRecord, '_id' | 'sequence' | 'publishStamps'>[]>()
           .exec();
-        const stamps = new Map(now.map((r) => [r._id, r.publishStamp]));
-        matched = new Set(sent.filter((s) => stamps.get(s.previous._id) === s.stamp).map((s) => s.index));
+        const records = new Map(now.map((r) => [r._id, r]));
+        matched = new Set();
+        for (const { index, stamp, previous } of sent) {
+          const took = tookSequence(records.get(previous._id), previous.sequence + 1, stamp);
+          if (took) matched.add(index);
+          // Unknowable (STAMPS_KEPT batched publishes of the name since): failed rather than sent again,
+          // which could advance the name twice.
+          else if (took === undefined) results[index] = new Error(`the publish of ${previous._id} could not tell whether it was written`);
+        }
       }
       for (const { index, previous } of sent) {
         if (matched.has(index)) results[index] = { sequence: previous.sequence + 1, previous };
