@@ -97,7 +97,10 @@ export function tookSequence(
   stamp: string,
 ): boolean | undefined {
   if (!record || record.sequence < sequence) return false;
-  const entries = (record.publishStamps ?? []).map((e) => ({ q: Number(e.slice(0, e.indexOf(':'))), s: e.slice(e.indexOf(':') + 1) }));
+  const entries = (record.publishStamps ?? []).map((e) => {
+    const [q, s] = e.split(':');
+    return { q: Number(q), s };
+  });
   const entry = entries.find((e) => e.q === sequence);
   if (entry) return entry.s === stamp;
   if (entries.length >= STAMPS_KEPT && entries[0]!.q > sequence) return undefined;

@@ -226,8 +226,9 @@ export async function benchUpload(
       const kuboUsed = kuboPid ? cpuTicks(kuboPid) - before.kubo : 0;
       const clientUsed = clientTicks() - before.client;
       if (path === 'api') {
-        used.api = (cpuTicks(apiPid) - before.api) / TICKS_PER_SECOND;
-        ticks.api += cpuTicks(apiPid) - before.api;
+        const apiUsed = cpuTicks(apiPid) - before.api;
+        used.api = apiUsed / TICKS_PER_SECOND;
+        ticks.api += apiUsed;
         ticks.kuboViaApi += kuboUsed;
         ticks.clientViaApi += clientUsed;
         await dropApiUpload(ctx, run.value);
@@ -236,8 +237,9 @@ export async function benchUpload(
           ticks.kubo += kuboUsed;
           ticks.client += clientUsed;
         } else {
-          used.proxy = (cpuTicks(proxy.pid) - before.proxy) / TICKS_PER_SECOND;
-          ticks.proxy += cpuTicks(proxy.pid) - before.proxy;
+          const proxyUsed = cpuTicks(proxy.pid) - before.proxy;
+          used.proxy = proxyUsed / TICKS_PER_SECOND;
+          ticks.proxy += proxyUsed;
         }
         await kuboGc(kuboApiUrl);
       }
