@@ -42,6 +42,17 @@ export async function checkKubo(kubo: Kubo, timeoutMs: number): Promise<void> {
 }
 
 /**
+ * A source that is a multipart body already, from a file's first byte on (api/rest/uploads):
+ * the file ends at the form's delimiter, and Kubo adds the text fields after it as entries of
+ * their own, after the file's.
+ */
+export interface Framed {
+  boundary: string;
+  /** The source's length in bytes, when known. */
+  length?: number;
+}
+
+/**
  * POSTs a stream to a Kubo RPC command as the single file of a multipart body and returns
  * Kubo's NDJSON answer, one object a line.
  *
@@ -57,13 +68,18 @@ export async function postStream(
   source: AsyncIterable<Uint8Array> | Uint8Array[],
   options: Record<string, string | number | boolean>,
   signal?: AbortSignal,
+  framed?: Framed,
 ): Promise<Record<string, unknown>[]> {
-  const boundary = `stupa-${crypto.randomUUID()}`;
+  const boundary = framed?.boundary ?? `stupa-${crypto.randomUUID()}`;
   const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  // After a framed source's own closing delimiter, this one is epilogue, which Kubo ignores;
+  // it closes a source that has none (the reader refuses such a body, but Kubo must not hang).
   const tail = `\r\n--${boundary}--\r\n`;
   const query = new URLSearchParams(Object.entries(options).map(([k, v]): [string, string] => [k, String(v)]));
   const url = new URL(`/api/v0/${command}?${query}`, apiUrl);
-  const headers = { 'Content-Type': `multipart/form-data; boundary=${boundary}` };
+  const headers: Record<string, string> = { 'Content-Type': `multipart/form-data; boundary="${boundary}"` };
+  // A known length goes as Content-Length: no chunk framing to write around every chunk.
+  if (framed?.length !== undefined) headers['Content-Length'] = String(Buffer.byteLength(head) + framed.length + Buffer.byteLength(tail));
   // A body in memory (an IPNS record, a JSON upload's content) goes as one buffer with its
   // length: the headers and body in one write, where piping it chunked took three (each socket
   // write on loopback was about 0.1 ms of the API's CPU in `npm run bench -- --ipns`).
@@ -115,17 +131,21 @@ function sendStream(
   });
 }
 
-/** Adds a stream as one UnixFS file; returns the root CID and the cumulative size of its blocks. */
+/**
+ * Adds a stream as one UnixFS file; returns the root CID, the cumulative size of its blocks,
+ * and how many entries Kubo added (1, and a framed source's fields after it).
+ */
 export async function addStream(
   apiUrl: string,
   source: AsyncIterable<Uint8Array> | Uint8Array[],
   options: Record<string, string | number | boolean>,
   signal?: AbortSignal,
-): Promise<{ cid: string; dagSize: number }> {
-  const objects = await postStream(apiUrl, 'add', source, { ...options, progress: false, quieter: true }, signal);
-  const { Hash: hash, Size: size } = objects[objects.length - 1] ?? {};
+  framed?: Framed,
+): Promise<{ cid: string; dagSize: number; entries: number }> {
+  const objects = await postStream(apiUrl, 'add', source, { ...options, progress: false, quieter: true }, signal, framed);
+  const { Hash: hash, Size: size } = objects[0] ?? {};
   if (typeof hash !== 'string') throw new KuboError(200, 'no CID in the answer');
-  return { cid: hash, dagSize: Number(size) };
+  return { cid: hash, dagSize: Number(size), entries: objects.length };
 }
 
 /** Imports a CAR stream, pinning its roots; returns the root CIDs. */

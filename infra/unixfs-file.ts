@@ -56,16 +56,16 @@ export async function assembleFile(kubo: Kubo, kuboApiUrl: string, parts: PartCo
   const size = parts.reduce((sum, part) => sum + part.size, 0);
   if (size === 0) {
     // Kubo's own answer for no bytes (with raw leaves: the empty raw block, Size 0).
-    const added = await addStream(kuboApiUrl, (async function* () {})(), ADD_OPTIONS, signal);
-    return { ...added, size, reused: true };
+    const { cid, dagSize } = await addStream(kuboApiUrl, (async function* () {})(), ADD_OPTIONS, signal);
+    return { cid, dagSize, size, reused: true };
   }
   const aligned = parts.every((part, i) => i === parts.length - 1 || (part.size > 0 && part.size % CHUNK_BYTES === 0));
   if (aligned) {
     const built = await linkLeaves(kubo, parts, size, signal);
     if (built) return { cid: built.cid.toString(), size, dagSize: built.tsize, reused: true };
   }
-  const added = await addStream(kuboApiUrl, partBytes(kubo, parts, signal), ADD_OPTIONS, signal);
-  return { ...added, size, reused: false };
+  const { cid, dagSize } = await addStream(kuboApiUrl, partBytes(kubo, parts, signal), ADD_OPTIONS, signal);
+  return { cid, dagSize, size, reused: false };
 }
 
 /** The parts' bytes in order, each streamed from Kubo; a part of another length than declared throws. */

@@ -116,6 +116,90 @@ test('parts that are not form-data are skipped; malformed bodies are refused', (
   expect(() => scan(boundary, Buffer.from(`--${boundary}xx`), [])).toThrow(/Malformed part boundary/);
 });
 
+/**
+ * Scans `body` cut at `cuts`, taking the part named "file" unscanned: returns the raw bytes
+ * from its first byte on, the fields, where its bytes began, and the trailer.
+ */
+function scanRaw(body: Buffer, cuts: number[]) {
+  const fields: Record<string, string> = {};
+  const raw: Buffer[] = [];
+  let field: string | undefined;
+  let inFile = false;
+  const scanner = new FormDataScanner(boundary, {
+    begin: (header) => {
+      if (header.name === 'file') return (inFile = true);
+      field = header.name!;
+      fields[field] = '';
+      return false;
+    },
+    data: (chunk) => {
+      if (field !== undefined) fields[field] += chunk.toString();
+      else if (inFile) raw.push(Buffer.from(chunk));
+    },
+    end: () => void (field = undefined),
+  });
+  let at = 0;
+  for (const cut of [...cuts, body.length]) {
+    scanner.feed(body.subarray(at, cut));
+    at = cut;
+  }
+  const trailer = scanner.finish();
+  return { fields, raw: Buffer.concat(raw), bodyAt: scanner.partBodyAt, trailer };
+}
+
+describe('a part taken unscanned', () => {
+  const fileHeaders = ['Content-Disposition: form-data; name="file"; filename="f.bin"'];
+  const field = (name: string, value: string) => ({
+    headers: [`Content-Disposition: form-data; name="${name}"`],
+    body: Buffer.from(value),
+  });
+
+  test('gets the rest of the body as it is; the fields after it come from its end, for every cut', () => {
+    const body = build(
+      boundary,
+      [field('before', 'b'), { headers: fileHeaders, body: tricky }, field('name', 'n'), field('empty', '')],
+      '',
+      '\r\nepilogue',
+    );
+    const fileAt = body.indexOf(tricky);
+    for (let cut = 0; cut <= body.length; cut += 7) {
+      const got = scanRaw(body, [cut]);
+      expect(got.raw.equals(body.subarray(fileAt))).toBe(true);
+      expect(got.bodyAt).toBe(fileAt);
+      expect(got.fields).toEqual({ before: 'b', name: 'n', empty: '' });
+      // What follows the file: its delimiter to the end of the body, in two parts.
+      expect(got.trailer).toEqual({ bytes: body.length - fileAt - tricky.length, parts: 2 });
+    }
+  });
+
+  test('a large file: only the end is read for the trailer', () => {
+    const file = crypto.randomBytes(5 * 1024 * 1024);
+    const body = build(boundary, [{ headers: fileHeaders, body: file }, field('name', 'n')]);
+    const cuts = Array.from({ length: Math.floor(body.length / 65_536) }, (_, i) => (i + 1) * 65_536);
+    const got = scanRaw(body, cuts);
+    expect(got.raw.length).toBe(body.length - got.bodyAt);
+    expect(got.trailer).toEqual({ bytes: body.length - got.bodyAt - file.length, parts: 1 });
+    expect(got.fields).toEqual({ name: 'n' });
+  });
+
+  test('no closing delimiter, or a part after it that is not a text field, is refused', () => {
+    const body = build(boundary, [{ headers: fileHeaders, body: Buffer.from('data') }, field('name', 'n')]);
+    expect(() => scanRaw(body.subarray(0, body.length - 4), [])).toThrow(/Unexpected end of form/);
+    expect(() => scanRaw(body.subarray(0, body.indexOf('data') + 4), [])).toThrow(/Unexpected end of form/);
+    for (const headers of [
+      ['Content-Disposition: form-data; name="again"; filename="2.bin"'],
+      ['Content-Disposition: form-data; name="dir"', 'Content-Type: application/x-directory'],
+      ['Content-Type: text/plain'],
+    ]) {
+      const after = build(boundary, [
+        { headers: fileHeaders, body: Buffer.from('data') },
+        { headers, body: Buffer.from('x') },
+      ]);
+      expect(() => scanRaw(after, [])).toThrow(/a part after the file must be a text field/);
+    }
+  });
+});
+
 test('the boundary of a Content-Type, quoted or not', () => {
   expect(boundaryOf('multipart/form-data; boundary=abc')).toBe('abc');
   expect(boundaryOf('multipart/form-data; charset=utf-8; boundary="a b:c"')).toBe('a b:c');

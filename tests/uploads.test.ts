@@ -224,6 +224,91 @@ describe('multipart uploads', () => {
   });
 });
 
+describe("fields after the file (the file goes to Kubo in the form's own framing)", () => {
+  const B = 'after-the-file';
+  const field = (name: string, value: string | Buffer) =>
+    Buffer.concat([
+      Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`),
+      Buffer.from(value),
+      Buffer.from('\r\n'),
+    ]);
+  const form = (file: Buffer, after: Buffer[], close = `--${B}--\r\n`) =>
+    Buffer.concat([
+      Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n`),
+      file,
+      Buffer.from('\r\n'),
+      ...after,
+      Buffer.from(close),
+    ]);
+  const send = (key: string, body: Buffer, chunked = false) =>
+    chunked
+      ? postStream(
+          `${api.url}/upload/new`,
+          key,
+          `multipart/form-data; boundary=${B}`,
+          (async function* () {
+            yield body;
+          })(),
+        )
+      : call(api, 'POST', '/upload/new', { key, headers: { 'Content-Type': `multipart/form-data; boundary="${B}"` }, body });
+
+  test('apply to the record; the file is exactly its bytes, sent with a length or chunked', async () => {
+    const u = await createUser(api);
+    const file = await collect(bytes(3 * MiB + 5, 'after'));
+    const body = form(file, [field('name', 'named after.bin'), field('description', 'd'), field('metadata', '{"k":"v"}')]);
+    const cid = await kuboCid(() => bytes(3 * MiB + 5, 'after'));
+    for (const chunked of [false, true]) {
+      const res = await send(u.apiKey, body, chunked);
+      expect({ chunked, status: res.status }).toEqual({ chunked, status: 201 });
+      expect(res.body).toMatchObject({ cid, size: file.length, name: 'named after.bin', description: 'd', metadata: { k: 'v' } });
+    }
+    // The same file twice under one name: one record, its bytes counted once, exactly.
+    expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(1);
+    expect(await api.deps.db.usage.used(u.userId)).toBe(file.length);
+    expect((await collect(kubo().cat(cid))).equals(file)).toBe(true);
+  });
+
+  test('a body cut short, a field too long, or more after the file than is read is 400, and nothing is recorded', async () => {
+    const u = await createUser(api);
+    const file = await collect(bytes(MiB, 'after-bad'));
+    const cases: [string, Buffer, RegExp, string?][] = [
+      ['no closing delimiter', form(file, [field('name', 'x')], ''), /Unexpected end of form/],
+      ['a field over 64 KiB', form(file, [field('description', 'd'.repeat(70_000))]), /longer than/, 'INVALID_INPUT'],
+      [
+        'a second file',
+        form(file, [Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="2"\r\n\r\nx\r\n`)]),
+        /text field/,
+      ],
+      // 3 MiB of field: more than the end the API reads, so Kubo finds more parts than it does.
+      ['3 MiB after the file', form(file, [field('description', 'd'.repeat(3 * MiB)), field('name', 'x')]), /too long/],
+    ];
+    for (const [label, body, details, reason = 'INVALID_MULTIPART'] of cases) {
+      for (const chunked of [false, true]) {
+        const res = await send(u.apiKey, body, chunked);
+        expect({ label, chunked, status: res.status, reason: res.body.error?.reason }).toEqual({
+          label,
+          chunked,
+          status: 400,
+          reason,
+        });
+        expect(res.body.error.details).toMatch(details);
+      }
+    }
+    expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(0);
+    expect(await api.deps.db.usage.used(u.userId)).toBe(0);
+  });
+
+  test("the quota counts the file's bytes only: a file that fills the account fits with fields after it", async () => {
+    const small = await createUser(api, 'tiny'); // 2 MiB
+    const full = await send(small.apiKey, form(await collect(bytes(2 * MiB, 'fill')), [field('name', 'fills it')]));
+    expect(full.status).toBe(201);
+    expect(full.body.size).toBe(2 * MiB);
+    const one = await send(small.apiKey, form(Buffer.from('1'), [field('name', 'one more')]));
+    expect(one.status).toBe(402);
+    expect(await api.deps.db.usage.used(small.userId)).toBe(2 * MiB);
+  });
+});
+
 test('1 GiB + 1 byte streams through with the profile CID', async () => {
   const size = 1024 * MiB + 1;
   const big = await createUser(api, 'bodhi'); // more than the free plan's 1 GiB

@@ -50,14 +50,32 @@ export interface AddedContent {
   car: boolean;
 }
 
+/**
+ * A source that runs on past the file in a multipart form's framing: the file ends at the
+ * form's delimiter, which Kubo finds (a surface need not scan the bytes for it).
+ */
+export interface Framing {
+  boundary: string;
+  /** The source's length in bytes, when known before its first byte. */
+  length?: number;
+  /** At most how many of the source's bytes are not the file's (more fail the upload). */
+  trailerAtMost: number;
+  /** Once the source ended: how many of its last bytes were not the file's, in how many parts. */
+  trailer(): { bytes: number; parts: number };
+}
+
 export interface AddOptions {
   car?: boolean;
   signal?: AbortSignal;
   /** The type the client gave the file (checked against a signed token's allowed types). */
   mimeType?: string;
+  /** Only with a stream, not a CAR, and when the upload `takesFraming`. */
+  framing?: Framing;
 }
 
 export interface Upload {
+  /** Whether `add` takes a framed source: not under a signed token that limits the size or type. */
+  readonly takesFraming: boolean;
   /** Streams the content into Kubo, as one UnixFS file or (`car`) a CAR with a single root. */
   add(source: Readable | Uint8Array, options?: AddOptions): Promise<AddedContent>;
   /**
@@ -95,10 +113,16 @@ export async function beginUpload(
   assertStorageFits(plan, plan.storageMB * MB - room.left, framed);
   const maxFile = grant?.maxFileSize ?? Infinity;
 
+  const allowed = grant?.allowedMimeTypes;
   return {
-    async add(source, { car = false, signal, mimeType = 'application/octet-stream' } = {}) {
-      const allowed = grant?.allowedMimeTypes;
+    // A token's size limit cuts a stream off at its exact byte, which a trailer's slack would
+    // delay by up to 2 MiB; a type check reads the file's first bytes alone.
+    takesFraming: !allowed && maxFile === Infinity,
+
+    async add(source, { car = false, signal, mimeType = 'application/octet-stream', framing } = {}) {
       if (car && allowed) throw new UnsupportedContent('MIME_TYPE_NOT_ALLOWED', 'this upload token takes files of given types, not CARs');
+      if (framing && (car || allowed || maxFile !== Infinity || source instanceof Uint8Array))
+        throw new Error('a framed source is a stream of a file, unchecked');
       let bytes = 0;
       let refused: Error | undefined;
       // What is left cuts the bytes off below: from an older reading only when the bytes are
@@ -108,6 +132,8 @@ export async function beginUpload(
       if (!room.fresh && !(known !== undefined && known <= room.left)) room = await storageLeft(deps.db, user._id, plan, { fresh: true });
       const { left } = room;
       const refusal = (n: number) => (n > maxFile ? tooLarge(maxFile) : n > left ? storageFull(plan) : undefined);
+      // While a framed source flows, its trailer may be among the bytes counted.
+      const slack = framing?.trailerAtMost ?? 0;
       let body: Readable | Uint8Array[];
       if (source instanceof Uint8Array) {
         // Already in memory (a JSON upload's content): checked whole, before Kubo sees a byte,
@@ -124,7 +150,7 @@ export async function beginUpload(
         source.on('data', (chunk: Buffer) => {
           bytes += chunk.length;
           if (refused) return;
-          refused = refusal(bytes);
+          refused = refusal(bytes - slack);
           if (refused) source.destroy(refused);
         });
         source.pause();
@@ -164,7 +190,17 @@ export async function beginUpload(
       }
       try {
         if (car) return { cid: await importCar(deps, body, signal), bytes, dagSize: null, car };
-        return { ...(await addFile(deps, body, signal)), bytes, car };
+        const added = await addFile(deps, body, signal, framing);
+        if (framing) {
+          // Kubo added the form's parts after the file as entries of their own: as many as
+          // were read from the body's end, or the trailer was longer than what was read.
+          const trailer = framing.trailer();
+          if (added.entries !== 1 + trailer.parts) throw new InvalidInput('the parts after the file are too long', 'INVALID_MULTIPART');
+          bytes -= trailer.bytes;
+          refused = refusal(bytes);
+          if (refused) throw refused;
+        }
+        return { cid: added.cid, dagSize: added.dagSize, bytes, car };
       } catch (err) {
         // Kubo reports the aborted body as its own error; the refusal is the real cause.
         throw refused ?? kuboFailure(err);
@@ -185,10 +221,15 @@ export async function beginUpload(
   };
 }
 
-async function addFile(deps: UploadDeps, source: Readable | Uint8Array[], signal?: AbortSignal): Promise<{ cid: CID; dagSize: number }> {
+async function addFile(
+  deps: UploadDeps,
+  source: Readable | Uint8Array[],
+  signal?: AbortSignal,
+  framing?: Framing,
+): Promise<{ cid: CID; dagSize: number; entries: number }> {
   // The profile's flags explicitly, and no pin (see the top of this file).
-  const added = await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal);
-  return { cid: CID.parse(added.cid), dagSize: added.dagSize };
+  const added = await addStream(deps.config.kubo.apiUrl, source, { ...UNIXFS_ADD_OPTIONS, pin: false }, signal, framing);
+  return { cid: CID.parse(added.cid), dagSize: added.dagSize, entries: added.entries };
 }
 
 /** Imports a CAR; its single root becomes the file. Kubo reports roots only when it pins them. */

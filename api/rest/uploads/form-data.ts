@@ -18,8 +18,11 @@ export interface PartHeader {
 }
 
 export interface PartSink {
-  /** A form-data part begins (parts that are not form-data are skipped, their bytes dropped). */
-  begin(part: PartHeader): void;
+  /**
+   * A form-data part begins (parts that are not form-data are skipped, their bytes dropped).
+   * Returning true hands the rest of the body to `data` as it comes, unscanned (see `feed`).
+   */
+  begin(part: PartHeader): boolean | void;
   /** Bytes of the current part: a view of the input, valid while the input chunk is. */
   data(chunk: Buffer): void;
   end(): void;
@@ -29,9 +32,23 @@ export class FormDataError extends Error {
   override name = 'FormDataError';
 }
 
+/** What came after the part that took the body unscanned, known once the body ended. */
+export interface Trailer {
+  /** Bytes from the delimiter that ended that part to the end of the body. */
+  bytes: number;
+  /** The form's parts after it (each a text field: `PartSink` was told of them). */
+  parts: number;
+}
+
 const CRLF = Buffer.from('\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
+/**
+ * How much of an unscanned body's end is kept to find its trailer in: more than the fields a
+ * form may send after its file (multipart.ts: 20 of 64 KiB). A longer trailer is noticed by
+ * the reader (the parts Kubo found outnumber the ones found here).
+ */
+export const TRAILER_BYTES = 2 * 1024 * 1024;
 
 /** The boundary of a multipart/form-data Content-Type, or undefined. */
 export function boundaryOf(contentType: string | undefined): string | undefined {
@@ -39,7 +56,7 @@ export function boundaryOf(contentType: string | undefined): string | undefined 
   return match?.[1] ?? match?.[2];
 }
 
-type State = 'body' | 'after' | 'headers' | 'done';
+type State = 'body' | 'after' | 'headers' | 'raw' | 'done';
 
 export class FormDataScanner {
   private readonly delimiter: Buffer;
@@ -52,10 +69,20 @@ export class FormDataScanner {
   private carry: Buffer;
   /** Bytes after a delimiter ('after') or of a header block ('headers'), until complete. */
   private pending = EMPTY;
+  /** Bytes fed so far, and where the last part's body began. */
+  private fed = 0;
+  private bodyAt = 0;
+  /** 'raw': the body's last chunks, at least TRAILER_BYTES of them when there are as many. */
+  private last: Buffer[] = [];
+  private lastBytes = 0;
+  /** Parts whose header block was read. */
+  private parts = 0;
 
   constructor(
-    boundary: string,
+    private readonly boundary: string,
     private readonly sink: PartSink,
+    /** Parts must be text fields (a trailer). */
+    private readonly fieldsOnly = false,
   ) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
     // As if a line break came first, so that a body opening with its first delimiter (no
@@ -67,20 +94,59 @@ export class FormDataScanner {
     return this.state === 'done';
   }
 
-  /** Scans the next chunk of the body; throws FormDataError when it is malformed. */
+  /** Where in the body the last part's own bytes begin (after its header block). */
+  get partBodyAt(): number {
+    return this.bodyAt;
+  }
+
+  /**
+   * Scans the next chunk of the body; throws FormDataError when it is malformed. Once `begin`
+   * asked for the rest unscanned, every byte goes to `data` as it is, delimiters and the parts
+   * after included: the reader hands them to something that parses them itself (Kubo), and
+   * `finish` reads the trailer from the body's last bytes.
+   */
   feed(chunk: Buffer): void {
+    this.fed += chunk.length;
     let at = 0;
     while (at < chunk.length) {
       if (this.state === 'body') at = this.body(chunk, at);
       else if (this.state === 'after') at = this.afterDelimiter(chunk, at);
       else if (this.state === 'headers') at = this.headers(chunk, at);
+      else if (this.state === 'raw') at = this.raw(chunk, at);
       else return; // the epilogue, ignored
     }
   }
 
-  /** The body ended; throws unless the closing delimiter came. */
-  finish(): void {
+  /**
+   * The body ended; throws unless the closing delimiter came. After an unscanned rest, reads
+   * the parts that followed the first delimiter in it (the reader learns of them as of any
+   * part) and returns how long they were; each must be a text field.
+   */
+  finish(): Trailer | undefined {
+    if (this.state === 'raw') return this.trailer();
     if (this.state !== 'done') throw new FormDataError('Unexpected end of form');
+    return undefined;
+  }
+
+  private raw(chunk: Buffer, from: number): number {
+    const bytes = from === 0 ? chunk : chunk.subarray(from);
+    this.sink.data(bytes);
+    this.last.push(bytes);
+    this.lastBytes += bytes.length;
+    while (this.lastBytes - this.last[0]!.length >= TRAILER_BYTES) this.lastBytes -= this.last.shift()!.length;
+    return chunk.length;
+  }
+
+  private trailer(): Trailer {
+    const end = Buffer.concat(this.last);
+    const at = end.indexOf(this.delimiter);
+    if (at < 0) throw new FormDataError('Unexpected end of form');
+    // The rest is scanned as a body of its own that opens with its first delimiter; the sink
+    // hears of its fields. Any part but a text field would mean something else to Kubo.
+    const rest = new FormDataScanner(this.boundary, this.sink, true);
+    rest.feed(end.subarray(at));
+    rest.finish();
+    return { bytes: end.length - at, parts: rest.parts };
   }
 
   private emit(bytes: Buffer): void {
@@ -164,11 +230,17 @@ export class FormDataScanner {
       return Math.min(chunk.length, from + MAX_HEADER_BYTES);
     }
     const part = parseHeaders(seen.subarray(2, end).toString('utf8'));
+    this.parts++;
+    if (this.fieldsOnly && (!part || part.filename !== undefined || part.mimeType !== 'text/plain')) {
+      throw new FormDataError('a part after the file must be a text field');
+    }
     this.pending = EMPTY;
     this.state = 'body';
     this.skipping = part === undefined;
-    if (part) this.sink.begin(part);
-    return from + end + 4 - before;
+    const next = from + end + 4 - before;
+    this.bodyAt = this.fed - chunk.length + next;
+    if (part && this.sink.begin(part) === true) this.state = 'raw';
+    return next;
   }
 }
 

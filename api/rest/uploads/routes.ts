@@ -63,8 +63,10 @@ export function uploadRoutes(deps: UseCaseDeps, { uploadJsonLimit }: RouterOptio
 
   async function fromMultipart(req: Request, upload: Upload, query: z.infer<typeof uploadQuery>) {
     const isCar = (fields: Record<string, string>) => fields.car === 'true' || query.car === 'true';
-    const { fields, file } = await readMultipart(req, (source, seen, signal, mimeType) =>
-      upload.add(source, { car: isCar(seen), signal, mimeType }),
+    const { fields, file } = await readMultipart(
+      req,
+      ({ source, fields: seen, signal, mimeType, framing }) => upload.add(source, { car: isCar(seen), signal, mimeType, framing }),
+      (seen) => !isCar(seen) && upload.takesFraming,
     );
     return upload.record(file.added, () => {
       const { car: _car, ...details } = parse(multipartFields, fields, 'form');
