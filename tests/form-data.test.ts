@@ -2,7 +2,7 @@
 // built from known parts must give those parts back exactly however the body is cut into
 // chunks, including file bytes full of near-delimiters.
 import crypto from 'node:crypto';
-import { boundaryOf, FormDataScanner, type PartHeader } from '../api/rest/uploads/form-data.js';
+import { boundaryOf, FormDataScanner, TRAILER_BYTES, type PartHeader } from '../api/rest/uploads/form-data.js';
 
 interface Part {
   headers: string[];
@@ -186,6 +186,8 @@ describe('a part taken unscanned', () => {
     const body = build(boundary, [{ headers: fileHeaders, body: Buffer.from('data') }, field('name', 'n')]);
     expect(() => scanRaw(body.subarray(0, body.length - 4), [])).toThrow(/Unexpected end of form/);
     expect(() => scanRaw(body.subarray(0, body.indexOf('data') + 4), [])).toThrow(/Unexpected end of form/);
+    const long = build(boundary, [{ headers: fileHeaders, body: Buffer.from('data') }, field('name', 'n'.repeat(TRAILER_BYTES))]);
+    expect(() => scanRaw(long, [])).toThrow(/the parts after the file are too long/);
     for (const headers of [
       ['Content-Disposition: form-data; name="again"; filename="2.bin"'],
       ['Content-Disposition: form-data; name="dir"', 'Content-Type: application/x-directory'],

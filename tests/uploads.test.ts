@@ -262,6 +262,10 @@ describe("fields after the file (the file goes to Kubo in the form's own framing
       expect({ chunked, status: res.status }).toEqual({ chunked, status: 201 });
       expect(res.body).toMatchObject({ cid, size: file.length, name: 'named after.bin', description: 'd', metadata: { k: 'v' } });
     }
+    // An empty file, the delimiter right after its part head.
+    const empty = await send(u.apiKey, form(Buffer.alloc(0), [field('name', 'empty')]));
+    expect(empty.body).toMatchObject({ cid: await kuboCid(() => bytes(0)), size: 0, name: 'empty' });
+    expect((await call(api, 'DELETE', `/files/${empty.body.id}`, { key: u.apiKey })).body).toMatchObject({ success: true });
     // The same file twice under one name: one record, its bytes counted once, exactly.
     expect(await api.deps.db.files.model.countDocuments({ userId: u.userId })).toBe(1);
     expect(await api.deps.db.usage.used(u.userId)).toBe(file.length);

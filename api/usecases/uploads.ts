@@ -116,7 +116,7 @@ export async function beginUpload(
   const allowed = grant?.allowedMimeTypes;
   return {
     // A token's size limit cuts a stream off at its exact byte, which a trailer's slack would
-    // delay by up to 2 MiB; a type check reads the file's first bytes alone.
+    // delay by up to 256 KiB; a type check reads the file's first bytes alone.
     takesFraming: !allowed && maxFile === Infinity,
 
     async add(source, { car = false, signal, mimeType = 'application/octet-stream', framing } = {}) {

@@ -44,11 +44,12 @@ const CRLF = Buffer.from('\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 const EMPTY = Buffer.alloc(0);
 /**
- * How much of an unscanned body's end is kept to find its trailer in: more than the fields a
- * form may send after its file (multipart.ts: 20 of 64 KiB). A longer trailer is noticed by
- * the reader (the parts Kubo found outnumber the ones found here).
+ * The most an unscanned body may send after its part: more than the fields a valid upload can
+ * have after its file (their longest values, metadata's included, come to about 25 KiB). A
+ * longer trailer is refused: here when it is in the bytes kept, by the reader otherwise (the
+ * parts Kubo found outnumber the ones found here).
  */
-export const TRAILER_BYTES = 2 * 1024 * 1024;
+export const TRAILER_BYTES = 256 * 1024;
 
 /** The boundary of a multipart/form-data Content-Type, or undefined. */
 export function boundaryOf(contentType: string | undefined): string | undefined {
@@ -141,6 +142,7 @@ export class FormDataScanner {
     const end = Buffer.concat(this.last);
     const at = end.indexOf(this.delimiter);
     if (at < 0) throw new FormDataError('Unexpected end of form');
+    if (end.length - at > TRAILER_BYTES) throw new FormDataError(`the parts after the file are too long (over ${TRAILER_BYTES} bytes)`);
     // The rest is scanned as a body of its own that opens with its first delimiter; the sink
     // hears of its fields. Any part but a text field would mean something else to Kubo.
     const rest = new FormDataScanner(this.boundary, this.sink, true);
