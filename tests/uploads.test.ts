@@ -283,6 +283,12 @@ describe("fields after the file (the file goes to Kubo in the form's own framing
         form(file, [Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="2"\r\n\r\nx\r\n`)]),
         /text field/,
       ],
+      // A header Kubo skips the part for (a blank before its colon) and the API's reader takes.
+      [
+        'a part Kubo skips',
+        form(file, [Buffer.from(`--${B}\r\nContent-Disposition : form-data; name="name"\r\n\r\nx\r\n`)]),
+        /malformed or too long/,
+      ],
       // 3 MiB of field: more than the end the API reads, so Kubo finds more parts than it does.
       ['3 MiB after the file', form(file, [field('description', 'd'.repeat(3 * MiB)), field('name', 'x')]), /too long/],
     ];

@@ -193,9 +193,12 @@ export async function beginUpload(
         const added = await addFile(deps, body, signal, framing);
         if (framing) {
           // Kubo added the form's parts after the file as entries of their own: as many as
-          // were read from the body's end, or the trailer was longer than what was read.
+          // were read from the body's end, or the trailer was longer than what was read (or
+          // had a part Kubo skips: measured, a header line that is folded or has a blank before
+          // its colon, which the API's reader accepts).
           const trailer = framing.trailer();
-          if (added.entries !== 1 + trailer.parts) throw new InvalidInput('the parts after the file are too long', 'INVALID_MULTIPART');
+          if (added.entries !== 1 + trailer.parts)
+            throw new InvalidInput('the parts after the file are malformed or too long', 'INVALID_MULTIPART');
           bytes -= trailer.bytes;
           refused = refusal(bytes);
           if (refused) throw refused;
