@@ -60,8 +60,8 @@ export function readMultipart<T>(
     let field: { name: string; parts: Buffer[]; bytes: number } | undefined;
     let parts = 0;
     let failed = false;
-    /** The file's stream while it takes the rest of the body unscanned. */
-    let rest: Readable | undefined;
+    /** The file's stream takes the rest of the body unscanned (and is ended only with it). */
+    let framed = false;
     let trailer: Trailer | undefined;
 
     const fail = (err: Error) => {
@@ -96,7 +96,7 @@ export function readMultipart<T>(
         file = new Readable({ highWaterMark: FILE_BUFFER_BYTES, read: () => void req.resume() });
         let framing: Framing | undefined;
         if (unscanned(fields)) {
-          rest = file;
+          framed = true;
           const length = bodyLength !== undefined && Number.isSafeInteger(bodyLength) ? bodyLength - scanner.partBodyAt : undefined;
           framing = {
             boundary,
@@ -114,7 +114,7 @@ export function readMultipart<T>(
           mimeType,
         }));
         adding.catch(fail);
-        return rest !== undefined;
+        return framed;
       },
       data(chunk: Buffer) {
         // A field first: the fields after an unscanned file come while its stream is open.
@@ -154,7 +154,7 @@ export function readMultipart<T>(
       }
       // Only now, with the fields after it read and sound, does the file's stream (and so
       // Kubo's request) end.
-      rest?.push(null);
+      if (framed) file?.push(null);
       if (!adding) return fail(new InvalidInput('the request has no part named "file"', 'MISSING_FILE'));
       adding.then((added) => resolve({ fields, file: added }), fail);
     });
