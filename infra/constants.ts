@@ -121,6 +121,12 @@ export const PIN_POLL_MS = 500;
 /** How long a pin's first step waits for Cluster before handing over to the long wait: local
  * content is pinned well within it. */
 export const QUICK_PIN_WAIT_MS = 3_000;
+/** How long POST /pin waits for Cluster to pin content Kubo already has before it hands the
+ * request to the pin workflow (api/usecases/pins.ts): the client waits this long at most. */
+export const PIN_INLINE_WAIT_MS = 1_000;
+/** A request still `queued` this long after it was made has no pin workflow taking it on (the API
+ * died pinning it inline, or Temporal was down): the sweep starts one, and the audit reports it. */
+export const PIN_STALLED_MS = 60_000;
 /** How long an upload waits, after its content is pinned on the peer that added it, for
  * Cluster to report CLUSTER_REPLICATION_MIN peers pinned (measured: about 60 ms on loopback).
  * Past it the upload is answered anyway: the content is on the adding peer and Cluster goes on

@@ -159,7 +159,8 @@ async function pinAdded(deps: HoldSyncDeps, inline: SyncDeps, multihash: string,
   // content), or REPLICATION_WAIT_MS has passed: Cluster goes on replicating either way.
   const needed = deps.config!.cluster.replicationMin;
   if (needed > 1) await awaitReplicas(inline.cluster, cid, needed);
-  // A kind with origins (none today: pin requests pin through their own workflow) gets them.
+  // A kind with origins (none today: pin requests pin through their own steps, infra/pin-steps.ts)
+  // gets them.
   if (held.origins.length > 0) await requestSync(deps.jobs, multihash, cid, added).catch(() => undefined);
 }
 

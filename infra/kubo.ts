@@ -17,13 +17,22 @@ export async function contentSize(apiUrl: string, cid: string, signal?: AbortSig
 
 /**
  * `size` as contentSize; `dagSize`, the cumulative size of its blocks, is what a directory
- * linking the content records as the link's size (infra/unixfs.ts). `files/stat` on node:http
+ * linking the content records as the link's size (infra/unixfs.ts). Both come from the root
+ * block: `offline` answers from the one Kubo has, or fails. `files/stat` on node:http
  * rather than kubo-rpc-client's `files.stat`, whose fetch was the largest part of a pin's
  * activity in the worker's profile (infra/http-call.ts has the measure of the two).
  */
-export async function contentSizes(apiUrl: string, cid: string, signal?: AbortSignal): Promise<{ size: number; dagSize: number }> {
+export async function contentSizes(
+  apiUrl: string,
+  cid: string,
+  signal?: AbortSignal,
+  options: { offline?: boolean } = {},
+): Promise<{ size: number; dagSize: number }> {
   const url = new URL('/api/v0/files/stat', apiUrl);
   url.searchParams.set('arg', `/ipfs/${cid}`);
+  // Kubo's global flag: only the blocks it has, an error at once for one it would have to fetch
+  // (measured on 0.42: 12 ms, where the same stat online waits for the network).
+  if (options.offline) url.searchParams.set('offline', 'true');
   const { status, text } = await httpCall(url, { method: 'POST', signal });
   let stat: { Type?: string; Size?: number; CumulativeSize?: number; Message?: string };
   try {

@@ -1,3 +1,4 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/cid.js';
@@ -148,9 +149,67 @@ test('CIDv0 and CIDv1 name the same content and the same hold', async () => {
   expect((await pinStatus(alice, v0)).status).toBe(404);
 });
 
-test('a pin of local content finishes in one workflow task; a pin made again after a delete is a new request', async () => {
-  const cid = (await kubo().add(Buffer.from(`local ${Date.now()}`), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
-  const first = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+/** The pin workflow's state for this request's ID, or 'NONE' when there never was one. */
+async function pinWorkflowState(user: TestUser, cid: string): Promise<string> {
+  try {
+    return (await api.deps.temporal.client.workflow.getHandle(pinJob.workflowId({ cid, userId: user.userId })).describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return 'NONE';
+    throw err;
+  }
+}
+
+test('a pin of content Kubo has is pinned by the request itself, with no workflow; a pin made again after a delete is a new request', async () => {
+  const text = `local ${Date.now()}`;
+  const cid = (await kubo().add(Buffer.from(text), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  const first = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid, name: 'here' } });
+  expect(first.status).toBe(202);
+  expect(first.body).toMatchObject({ cid, name: 'here', status: 'pinned', size: text.length, pinnedAt: expect.any(Number), error: null });
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  expect(await pinWorkflowState(alice, cid)).toBe('NONE');
+  const record = await api.deps.db.pins.get(`${alice.userId}:${parseCid(cid).multihash}`);
+  expect(record).toMatchObject({ requestId: first.body.requestId, status: 'pinned', size: text.length });
+  expect((await api.deps.db.usage.holding(alice.userId, parseCid(cid).multihash))?.pin).toBe(1);
+
+  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
+  await untilUnpinnedInCluster(cid);
+  const second = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+  expect(second.status).toBe(202);
+  expect(second.body).toMatchObject({ status: 'pinned' });
+  expect(second.body.requestId).not.toBe(first.body.requestId);
+  expect((await pinStatus(alice, cid)).body).toMatchObject({ requestId: second.body.requestId, status: 'pinned' });
+  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${second.body.requestId}`]);
+  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  expect(await pinWorkflowState(alice, cid)).toBe('NONE');
+});
+
+test('POSTs of the same content at once make one request, pinned and counted once', async () => {
+  const dave = await createUser(api);
+  const text = `raced ${Date.now()}`;
+  const cid = (await kubo().add(Buffer.from(text), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  // The first makes the request and pins it inline; the others find it queued and start its
+  // workflow, which races the inline pin to complete it.
+  const answers = await Promise.all(Array.from({ length: 8 }, () => call(api, 'POST', '/pin', { key: dave.apiKey, body: { cid } })));
+  for (const a of answers) expect(a.status).toBe(202);
+  expect(new Set(answers.map((a) => a.body.requestId)).size).toBe(1);
+  await untilPinned(dave, cid);
+  if ((await pinWorkflowState(dave, cid)) !== 'NONE')
+    await api.deps.temporal.client.workflow.getHandle(pinJob.workflowId({ cid, userId: dave.userId })).result();
+  expect(await api.deps.db.pins.model.countDocuments({ userId: dave.userId })).toBe(1);
+  expect((await api.deps.db.usage.holding(dave.userId, parseCid(cid).multihash))?.pin).toBe(1);
+  expect(await api.deps.db.usage.used(dave.userId)).toBe(text.length);
+});
+
+test('when the API cannot pin local content itself (Cluster unreachable from it), the workflow does, in one workflow task', async () => {
+  const cid = (await kubo().add(Buffer.from(`handed over ${Date.now()}`), { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString();
+  const blind = await startTestApi({ TEMPORAL_TASK_QUEUE: queue, CLUSTER_API_URL: `http://127.0.0.1:${await freePort()}` });
+  try {
+    const res = await call(blind, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
+    expect(res.status).toBe(202);
+    expect(res.body.status).toBe('queued');
+  } finally {
+    await blind.close();
+  }
   await untilPinned(alice, cid);
   expect(await clusterStatuses(cid)).toEqual(['pinned']);
   const handle = api.deps.temporal.client.workflow.getHandle(pinJob.workflowId({ cid, userId: alice.userId }));
@@ -163,19 +222,7 @@ test('a pin of local content finishes in one workflow task; a pin made again aft
   expect(count(EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)).toBe(0);
   expect(count(EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toBe(1);
   expect(count(EventType.EVENT_TYPE_MARKER_RECORDED)).toBe(1);
-
-  expect((await call(api, 'DELETE', `/pin/${cid}`, { key: alice.apiKey })).status).toBe(200);
-  const second = await call(api, 'POST', '/pin', { key: alice.apiKey, body: { cid } });
-  expect(second.status).toBe(202);
-  expect(second.body.requestId).not.toBe(first.body.requestId);
-  await eventually(
-    () => pinStatus(alice, cid),
-    (r) => r.body.status === 'pinned' && r.body.requestId === second.body.requestId,
-    30_000,
-    'pinned again',
-  );
-  expect((await api.deps.db.holds.of(parseCid(cid).multihash)).holders).toEqual([`pin:${second.body.requestId}`]);
-  expect(await clusterStatuses(cid)).toEqual(['pinned']);
+  expect((await api.deps.db.usage.holding(alice.userId, parseCid(cid).multihash))?.pin).toBe(1);
 });
 
 test('unpin leaves the cluster only when nobody holds the content', async () => {
@@ -213,11 +260,18 @@ test("deleting a pin also removes the caller's file of that CID", async () => {
   await untilUnpinnedInCluster(cid);
 });
 
-test('Temporal down: the pin is 503, and asking again once it is back resumes the same request', async () => {
-  const cid = (await kubo().add(Buffer.from('while temporal was away'), { pin: false })).cid.toString();
+test('Temporal down: content Kubo has is pinned all the same; other content is 503, and asking again once it is back resumes the same request', async () => {
+  const local = (await kubo().add(Buffer.from(`while temporal was away ${Date.now()}`), { pin: false })).cid.toString();
+  const cid = await remoteContent('while-temporal-was-away', 2000);
+  const origins = [second.node.swarmAddress];
   const dead = await startTestApi({ TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`, LOG_LEVEL: process.env.DEBUG_LOG ?? 'silent' });
   try {
-    const res = await call(dead, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
+    const here = await call(dead, 'POST', '/pin', { key: bob.apiKey, body: { cid: local } });
+    expect(here.status).toBe(202);
+    expect(here.body.status).toBe('pinned');
+    expect(await clusterStatuses(parseCid(local).v1)).toEqual(['pinned']);
+
+    const res = await call(dead, 'POST', '/pin', { key: bob.apiKey, body: { cid, origins } });
     expect(res.status).toBe(503);
     expect(errorReason(res)).toBe('DEPENDENCY_UNAVAILABLE');
     expect(res.body.error.details).toMatch(/temporal/);
@@ -227,9 +281,10 @@ test('Temporal down: the pin is 503, and asking again once it is back resumes th
   }
   const stuck = await pinStatus(bob, cid);
   expect(stuck.body.status).toBe('queued');
-  const again = await call(api, 'POST', '/pin', { key: bob.apiKey, body: { cid } });
+  const again = await call(api, 'POST', '/pin', { key: bob.apiKey, body: { cid, origins } });
   expect(again.body.requestId).toBe(stuck.body.requestId);
   await untilPinned(bob, cid);
+  expect(await pinWorkflowState(bob, cid)).toBe('COMPLETED');
 }, 90_000);
 
 describe('bad pin requests are 4xx and write nothing', () => {

@@ -1,10 +1,11 @@
 // One pin request (contract: infra/temporal/contracts/pins.ts): queued → pinning → pinned, or
-// failed with TIMEOUT when the content is not fetched by the request's deadline. The API
-// recorded the request (its hold on the content) before starting this workflow, which dials
+// failed with TIMEOUT when the content is not fetched by the request's deadline. The API pins
+// content its Kubo has inline and starts this only for the rest (or when that did not finish:
+// api/usecases/pins.ts). It recorded the request (its hold on the content) first; this dials
 // the origins, asks Cluster to pin and watches Cluster until it reports the content pinned,
 // recording each step in MongoDB.
 //
-// Content that is already local takes one workflow task: the first step is a local activity
+// Content that is local by now takes one workflow task: the first step is a local activity
 // that pins, waits briefly and, once pinned, marks the request so. Otherwise a heartbeating
 // activity waits, up to the deadline, and marks it.
 import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';

@@ -6,8 +6,10 @@
 //
 // A count that differs, or a workflow missing, is a suspect looked at again after a page of
 // users (report.ts): a reservation or a record being counted is a write in flight, and a pin
-// request's workflow starts just after its record.
-import { AUDIT_PAGE } from '../../infra/constants.js';
+// request's workflow starts just after its record. A request the API is pinning inline has no
+// workflow at all (api/usecases/pins.ts): a `queued` one is in flight until the sweep would
+// start its workflow (PIN_STALLED_MS), and only reported after that.
+import { AUDIT_PAGE, PIN_STALLED_MS } from '../../infra/constants.js';
 import type { FolderRecord } from '../../infra/db/folders.js';
 import { ipnsNamesCounter } from '../../infra/db/ipns-names.js';
 import { pinJobInput, type PinRecord } from '../../infra/db/pins.js';
@@ -22,6 +24,7 @@ import { createFindings, type Findings } from './report.js';
 const same = (a: Weight, b: Weight) => a.files === b.files && a.pinned === b.pinned && a.used === b.used;
 const agree = (c: { stored: Weight; fromRecords: Weight; holdingsOff: number }) => same(c.stored, c.fromRecords) && c.holdingsOff === 0;
 const show = (w: Weight) => `files ${w.files}, pinned ${w.pinned}, used ${w.used}`;
+const inFlight = (pin: PinRecord) => pin.status === 'queued' && pin.updatedAt > Date.now() - PIN_STALLED_MS;
 
 export function createAccountAudit(deps: ActivityDeps) {
   const { db, jobs, config } = deps;
@@ -121,10 +124,10 @@ export function createAccountAudit(deps: ActivityDeps) {
         f.checked('activePins', page.length);
         for (const pin of page) {
           const key = { cid: pin.cid, userId: pin.userId };
-          if ((await jobs.state(pinJob, key)).state === 'running') continue;
+          if (inFlight(pin) || (await jobs.state(pinJob, key)).state === 'running') continue;
           f.suspect(async () => {
             const now = await db.pins.byRequestId(pin.requestId);
-            if (!now || (now.status !== 'queued' && now.status !== 'pinning')) return null;
+            if (!now || (now.status !== 'queued' && now.status !== 'pinning') || inFlight(now)) return null;
             if ((await jobs.state(pinJob, key)).state === 'running') return null;
             if (repair) await jobs.start(pinJob, pinJobInput(now));
             return {
