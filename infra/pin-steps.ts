@@ -77,8 +77,8 @@ export function createPinSteps(deps: PinStepDeps) {
   }
 
   /** Cluster's view now (and recovers a pin in error when asked). */
-  async function clusterStatus(cid: string, recover: boolean): Promise<ClusterView> {
-    const { pinned: peers, statuses } = await pinnedPeers(cluster, cid);
+  async function clusterStatus(cid: string, recover: boolean, signal?: AbortSignal): Promise<ClusterView> {
+    const { pinned: peers, statuses } = await pinnedPeers(cluster, cid, signal);
     const pinned = peers >= needed;
     const error = statuses.includes('pin_error');
     if (!pinned && error && recover) await cluster.recover(cid);
@@ -87,7 +87,8 @@ export function createPinSteps(deps: PinStepDeps) {
 
   /**
    * Polls Cluster for up to `waitMs` until it reports the content pinned, from 20 ms up,
-   * doubling to 250 ms; stops early on a pin in error or Cluster unreachable.
+   * doubling to 250 ms; stops early on a pin in error or Cluster unreachable (or slower to
+   * answer than the time left).
    */
   async function awaitPinned(cid: string, waitMs: number): Promise<{ pinned: boolean; lastStatus: string }> {
     let lastStatus = 'not yet known';
@@ -95,7 +96,7 @@ export function createPinSteps(deps: PinStepDeps) {
     for (let wait = 20; Date.now() < until; wait = Math.min(wait * 2, 250)) {
       await new Promise((r) => setTimeout(r, wait));
       try {
-        const s = await clusterStatus(cid, false);
+        const s = await clusterStatus(cid, false, AbortSignal.timeout(Math.max(until - Date.now(), 100)));
         if (s.pinned) return { pinned: true, lastStatus: s.status };
         lastStatus = s.status;
         if (s.error) break;

@@ -19,6 +19,8 @@ export interface PinsResult {
   totalSeconds: number;
   /** 5xx answers to POST /pin (each retried). */
   serverErrors: number;
+  /** Pin workflows the run started: the API pins content Kubo has inline (api/usecases/pins.ts). */
+  workflows: number;
 }
 
 /** 1,000 distinct single-block files in the stack's Kubo, not pinned: content that is local. */
@@ -33,7 +35,16 @@ async function addLocalBlocks(kuboApiUrl: string): Promise<string[]> {
 }
 
 export async function benchPins(
-  t: { kuboApiUrl: string; mongodbUri: string; apiUrl: string; apiKey: string; userId: string; say: (line: string) => void },
+  t: {
+    kuboApiUrl: string;
+    mongodbUri: string;
+    temporalAddress: string;
+    /** Clients take turns among these API processes. */
+    apiUrls: string[];
+    apiKey: string;
+    userId: string;
+    say: (line: string) => void;
+  },
   signal: AbortSignal,
 ): Promise<PinsResult & { cids: string[] }> {
   const cids = await addLocalBlocks(t.kuboApiUrl);
@@ -47,13 +58,14 @@ export async function benchPins(
     t.say(`pins: ${PIN_COUNT} POST /pin, ${CONCURRENCY} at a time`);
     const start = Date.now();
     await Promise.all(
-      cids.map((cid) =>
+      cids.map((cid, i) =>
         limit(async () => {
+          const apiUrl = t.apiUrls[i % t.apiUrls.length]!;
           // A 5xx is retried, as a client would, but counted and reported: the run still
           // measures, and the summary says the service failed requests under this load.
           for (let attempt = 1; ; attempt++) {
             signal.throwIfAborted();
-            const res = await fetch(`${t.apiUrl}/pin`, {
+            const res = await fetch(`${apiUrl}/pin`, {
               method: 'POST',
               headers: { 'Content-Type': 'application/json', 'X-Api-Key': t.apiKey },
               body: JSON.stringify({ cid }),
@@ -92,9 +104,21 @@ export async function benchPins(
     const [last] = await pins.find({ userId: t.userId, status: 'pinned' }).sort({ pinnedAt: -1 }).limit(1).toArray();
     const end = typeof last?.pinnedAt === 'number' ? last.pinnedAt : Date.now();
     const totalSeconds = (end - start) / 1000;
-    return { pinsPerSecond: PIN_COUNT / totalSeconds, postSeconds, totalSeconds, serverErrors, cids };
+    const workflows = await pinWorkflows(t.temporalAddress, t.userId);
+    return { pinsPerSecond: PIN_COUNT / totalSeconds, postSeconds, totalSeconds, serverErrors, workflows, cids };
   } finally {
     await conn.close();
+  }
+}
+
+/** How many pin workflows Temporal has for the user (its visibility store, by search attribute). */
+async function pinWorkflows(temporalAddress: string, userId: string): Promise<number> {
+  const connection = await Connection.connect({ address: temporalAddress });
+  try {
+    const { count } = await new Client({ connection }).workflow.count(`WorkflowType = 'pinWorkflow' AND UserId = '${userId}'`);
+    return count;
+  } finally {
+    await connection.close();
   }
 }
 

@@ -64,7 +64,8 @@ function pinsLine(pins: PinsResult, empty: number, cpu: { pins: string; empty: s
   const pinRatio = pins.pinsPerSecond / empty;
   return (
     `bench: pins/s         api ${fixed(pins.pinsPerSecond)}  empty workflow ${fixed(empty)}  ratio ${fixed(pinRatio, 2)} ` +
-    `(goal >= ${PIN_GOAL}: ${verdict(pinRatio >= PIN_GOAL)})  [1,000 each, ${CONCURRENCY} at a time` +
+    `(goal >= ${PIN_GOAL}: ${verdict(pinRatio >= PIN_GOAL)})  [1,000 each, ${CONCURRENCY} at a time; ` +
+    `${pins.workflows} pins took a workflow, the others were pinned by their POST` +
     `${pins.serverErrors > 0 ? `; ${pins.serverErrors} POST /pin answered 5xx and were retried` : ''}]  ` +
     `[cpu ms per pin: ${cpu.pins}; per empty workflow: ${cpu.empty}]  [MongoDB operations per pin from the API: ${operations}]`
   );
@@ -123,7 +124,7 @@ async function pinsAndEmpty(ctx: BenchContext) {
     return { result, cpu: ms.join(', ') };
   };
   const sentBefore = await apiOperations(apiUrl);
-  const pins = await perOne(() => benchPins({ ...endpoints, apiUrl, apiKey: user.apiKey, userId: user.userId, say }, signal));
+  const pins = await perOne(() => benchPins({ ...endpoints, apiUrls: [apiUrl], apiKey: user.apiKey, userId: user.userId, say }, signal));
   const sent = [...(await apiOperations(apiUrl))]
     .map(([k, n]): [string, number] => [k, (n - (sentBefore.get(k) ?? 0)) / PIN_COUNT])
     .filter(([, n]) => n >= 0.005)

@@ -1,9 +1,10 @@
-// `npm run bench -- --scale-out`: what a second API process and a second worker add on this
+// `npm run bench -- --scale-out`: what a second API process adds on this
 // machine, and how long Cluster takes to restore replication after a peer's loss.
 // - Small uploads (1 KiB JSON, 16 clients, one account per run) through one API process, then
 //   spread over two on the same database (clients alternate between them); rounds alternate
 //   which shape goes first.
-// - Pins of local content (POST /pin, 50 at a time) with one worker, then with two.
+// - Pins of local content (POST /pin, 50 at a time, each pinned by its POST: api/usecases/pins.ts)
+//   through one API process, then spread over two.
 // - Replication: a stack of three Kubo + Cluster peers (CRDT, repinning on, pings every 5 s, as
 //   `STACK_PEERS=3` runs it); N pins with replication factor 2, allocated to the first peer and
 //   one other; then the second peer is killed with SIGKILL, and the clock runs until no pin is
@@ -14,7 +15,7 @@ import path from 'node:path';
 import pLimit from 'p-limit';
 import { createKubo } from '../../infra/kubo.js';
 import { freePorts } from '../../infra/stack/ports.js';
-import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
+import { startApiProcess } from '../../infra/stack/services.js';
 import { startStack, type StackPeer } from '../../infra/stack/stack.js';
 import { createBenchUser } from './children.js';
 import type { BenchContext } from './harness.js';
@@ -157,25 +158,14 @@ export async function benchScaleOut(ctx: BenchContext, say: (line: string) => vo
     say(`uploads: round ${round}: one API ${one.at(-1)!.toFixed(1)}/s, two ${two.at(-1)!.toFixed(1)}/s`);
   }
 
-  const pinsWith = async () => {
+  const pinsThrough = async (apiUrls: string[]) => {
     const user = await createBenchUser(ctx.env);
-    const result = await benchPins(
-      {
-        kuboApiUrl: ctx.endpoints.kuboApiUrl,
-        mongodbUri: ctx.endpoints.mongodbUri,
-        apiUrl: ctx.apiUrl,
-        apiKey: user.apiKey,
-        userId: user.userId,
-        say,
-      },
-      ctx.signal,
-    );
+    const result = await benchPins({ ...ctx.endpoints, apiUrls, apiKey: user.apiKey, userId: user.userId, say }, ctx.signal);
     return result.pinsPerSecond;
   };
-  const pinsOne = await pinsWith();
-  await startWorkerProcess(ctx.env, { ...services, name: 'worker-2' });
-  const pinsTwo = await pinsWith();
-  say(`pins: one worker ${pinsOne.toFixed(1)}/s, two ${pinsTwo.toFixed(1)}/s`);
+  const pinsOne = await pinsThrough([ctx.apiUrl]);
+  const pinsTwo = await pinsThrough([ctx.apiUrl, secondUrl]);
+  say(`pins: one API ${pinsOne.toFixed(1)}/s, two ${pinsTwo.toFixed(1)}/s`);
 
   const replicationResults = [];
   for (const count of REPLICATION_PINS) replicationResults.push(await replication(ctx, count, say));
@@ -186,7 +176,7 @@ export function scaleOutLines(r: ScaleOutResult): string[] {
   return [
     `Scale-out (${os.cpus().length} cores)`,
     `  1 KiB uploads, 16 clients: one API ${showSpread(r.uploads.one, 1)}/s, two APIs ${showSpread(r.uploads.two, 1)}/s (${(r.uploads.two.median / r.uploads.one.median).toFixed(2)}×)`,
-    `  pins of local content, 50 at a time: one worker ${r.pins.one.toFixed(1)}/s, two workers ${r.pins.two.toFixed(1)}/s (${(r.pins.two / r.pins.one).toFixed(2)}×)`,
+    `  pins of local content, 50 at a time: one API ${r.pins.one.toFixed(1)}/s, two APIs ${r.pins.two.toFixed(1)}/s (${(r.pins.two / r.pins.one).toFixed(2)}×)`,
     ...r.replication.map(
       (x) =>
         `  a peer of three lost (factor 2, half the pins on it): ${x.pins} pins reallocated ${x.reallocatedS.toFixed(1)} s and replicated again ${x.restoredS.toFixed(1)} s after the kill`,

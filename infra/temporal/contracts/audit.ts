@@ -27,8 +27,8 @@ import type { JobContract } from './job.js';
  *   them; an upload's record is written before its first part and removed after its parts).
  * - upload-without-parts: an open upload's part record whose bytes are gone from MFS.
  * - name-without-republish: an IPNS name with no running republish workflow (repair: start it).
- * - pin-without-job: a queued or pinning pin request with no running pin workflow (repair:
- *   start it, as the sweep does).
+ * - pin-without-job: a pinning pin request, or one queued longer than PIN_STALLED_MS, with no
+ *   running pin workflow (repair: start it, as the sweep does).
  * - job-without-record: a running pin or republish workflow whose record is gone (repair of a
  *   republish workflow: signal it to end; a pin workflow's is left to the operator).
  */
