@@ -137,10 +137,12 @@ async function replication(ctx: BenchContext, count: number, say: (line: string)
 }
 
 export async function benchScaleOut(ctx: BenchContext, say: (line: string) => void): Promise<ScaleOutResult> {
-  const [apiPort, gatewayPort, s3Port] = await freePorts(3);
+  const [apiPort, gatewayPort, s3Port, reportPort] = await freePorts(4);
   const services = { logDir: path.join(ctx.dataDir, 'logs'), track: ctx.track, signal: ctx.signal };
+  // Every port of its own, the edge's report port too (the bench readies the first for an edge).
+  const ports = { API_PORT: apiPort, GATEWAY_PORT: gatewayPort, S3_PORT: s3Port, EDGE_REPORT_PORT: reportPort };
   await startApiProcess(
-    { ...ctx.env, API_PORT: String(apiPort), GATEWAY_PORT: String(gatewayPort), S3_PORT: String(s3Port) },
+    { ...ctx.env, ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])) },
     { ...services, name: 'api-2' },
   );
   const secondUrl = `http://127.0.0.1:${apiPort}`;
