@@ -10,6 +10,7 @@ import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
 import { openDatabase } from '../infra/db/index.js';
+import { createPinSteps } from '../infra/pin-steps.js';
 import { call, createUser, stack, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -196,4 +197,34 @@ test('counters a killed request left behind: the round that finds its change set
   // Checked once: the next round passes it by.
   const next = await sweepRound();
   expect(next.recounted).toBe(0);
+}, 120_000);
+
+test('a pin marked pinned by a step that died before counting it: the step run again counts nothing, and the sweep recounts the user from the change it logged', async () => {
+  const pinner = await createUser(api);
+  const cid = await freshContent('pinned, not counted');
+  const pinned = await call(api, 'POST', '/pin', { key: pinner.apiKey, body: { cid: cid.v1 } });
+  expect(pinned.body.status).toBe('pinned');
+  const size = pinned.body.size as number;
+  const { db } = api.deps;
+  // What a step killed between marking the request pinned and counting it leaves.
+  await db.usage.release(pinner.userId, cid.multihash, 'pin');
+  expect(await db.usage.used(pinner.userId)).toBe(0);
+  // Run again (the workflow's retry, or a second POST's workflow racing the first's inline pin):
+  // the request is pinned already, so this run counts nothing.
+  const key = userContentKey(pinner.userId, cid.multihash);
+  const again = await createPinSteps(api.deps).completePin({
+    key,
+    requestId: pinned.body.requestId,
+    size,
+    cid: cid.v1,
+    multihash: cid.multihash,
+  });
+  expect(again).toMatchObject({ requestId: pinned.body.requestId, status: 'pinned' });
+  expect(await db.usage.used(pinner.userId)).toBe(0);
+
+  await new Promise((r) => setTimeout(r, COUNT_CHECK_AFTER_MS + HOLD_CHANGE_SETTLE_MS + 500));
+  const round = await sweepRound();
+  expect(round.recounted).toBeGreaterThanOrEqual(1);
+  expect(await db.usage.used(pinner.userId)).toBe(size);
+  expect((await db.usage.holding(pinner.userId, cid.multihash))?.pin).toBe(1);
 }, 120_000);
