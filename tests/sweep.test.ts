@@ -5,7 +5,7 @@
 import type { ApiServer } from '../api/server.js';
 import { recountLater } from '../api/usecases/content.js';
 import { parseCid, type ParsedCid } from '../infra/cid.js';
-import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS } from '../infra/constants.js';
+import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS, PIN_STALLED_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
@@ -228,3 +228,39 @@ test('a pin marked pinned by a step that died before counting it: the step run a
   expect(await db.usage.used(pinner.userId)).toBe(size);
   expect((await db.usage.holding(pinner.userId, cid.multihash))?.pin).toBe(1);
 }, 120_000);
+
+test('a pin request left queued with no workflow (its API process died pinning it inline) is started by the sweep once PIN_STALLED_MS old, and ends pinned and counted', async () => {
+  const owner = await createUser(api);
+  const cid = await freshContent('left queued');
+  const at = Date.now() - PIN_STALLED_MS - 1_000;
+  const key = userContentKey(owner.userId, cid.multihash);
+  await api.deps.db.pins.createOrGet({
+    _id: key,
+    requestId: `pin_leftqueued${Date.now()}`,
+    userId: owner.userId,
+    cid: cid.v1,
+    multihash: cid.multihash,
+    name: null,
+    description: null,
+    origins: [],
+    metadata: {},
+    status: 'queued',
+    error: null,
+    size: null,
+    createdAt: at,
+    updatedAt: at,
+    pinnedAt: null,
+    deadline: Date.now() + 3_600_000,
+  });
+  const round = await sweepRound();
+  expect(round.resumed).toBeGreaterThanOrEqual(1);
+  const pinned = await eventually(
+    () => api.deps.db.pins.get(key),
+    (p) => p?.status === 'pinned',
+    30_000,
+    'pinned by the workflow the sweep started',
+  );
+  expect(pinned!.size).toBeGreaterThan(0);
+  expect(await pinnedInCluster(cid.v1)).toBe(true);
+  expect(await api.deps.db.usage.used(owner.userId)).toBe(pinned!.size);
+});
