@@ -27,7 +27,7 @@ export interface PinRequest {
   metadata: Record<string, string>;
 }
 
-/** Records the caller's request to pin content (or returns the one they have) and starts it. */
+/** Records the caller's request to pin content (or returns the one they have), and pins it or starts its workflow. */
 export async function requestPin(deps: PinDeps, caller: Caller, input: PinRequest): Promise<PinRecord> {
   const { user, plan } = caller;
   // Unique per user, so that paging by creation time alone (the pinning service API's
