@@ -48,10 +48,18 @@ export async function listen(
   /** The app answers `Expect: 100-continue` itself (res.writeContinue once it accepts the request). */
   continueByApp = false,
 ): Promise<Listening> {
-  const server = http.createServer(app);
+  // Node answers an HTTP/1.1 request without Host itself (400, no body, no type) unless told not
+  // to check: checked here instead, to answer it in the surface's format.
+  const guarded: RequestListener = (req, res) => {
+    if (req.headers.host !== undefined || req.httpVersion !== '1.1') return app(req, res);
+    const { contentType, body } = format(400, 'MALFORMED_REQUEST', 'the HTTP request could not be parsed (missing required Host header)');
+    res.writeHead(400, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
+    res.end(body);
+  };
+  const server = http.createServer({ requireHostHeader: false }, guarded);
   // Stated, not left to Node's default: the edge closes its idle connections first (protocol.ts).
   server.keepAliveTimeout = API_KEEPALIVE_MS;
-  if (continueByApp) server.on('checkContinue', app);
+  if (continueByApp) server.on('checkContinue', guarded);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, format));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

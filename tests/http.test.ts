@@ -1,7 +1,7 @@
-import net from 'node:net';
 import type { ApiServer } from '../api/server.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
+import { rawExchange } from './support/raw.js';
 
 let api: ApiServer;
 let user: TestUser;
@@ -171,26 +171,30 @@ describe('error shapes', () => {
     await call(api, 'DELETE', `/apikeys/${made.body.keyPrefix as string}`, { key: user.apiKey });
   });
 
-  async function raw(request: string): Promise<string> {
-    const { port } = new URL(api.url);
-    return new Promise((resolve, reject) => {
-      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(request));
-      let data = '';
-      socket.on('data', (chunk) => (data += chunk.toString()));
-      socket.on('end', () => resolve(data));
-      socket.on('error', reject);
-    });
-  }
-
   test("Node's own malformed-request errors are JSON too", async () => {
-    const garbage = await raw('THIS IS NOT HTTP\r\n\r\n');
-    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
-    expect(garbage).toMatch(/content-type: application\/json/i);
-    expect(JSON.parse(garbage.split('\r\n\r\n')[1]!).error.reason).toBe('MALFORMED_REQUEST');
+    const port = Number(new URL(api.url).port);
+    const garbage = await rawExchange(port, 'THIS IS NOT HTTP\r\n\r\n');
+    expect([garbage.status, garbage.headers['content-type']]).toEqual([400, 'application/json; charset=utf-8']);
+    expect(JSON.parse(garbage.body).error.reason).toBe('MALFORMED_REQUEST');
 
-    const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
-    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
-    expect(JSON.parse(huge.split('\r\n\r\n')[1]!).error.reason).toBe('HEADERS_TOO_LARGE');
+    const huge = await rawExchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge.status).toBe(431);
+    expect(JSON.parse(huge.body).error.reason).toBe('HEADERS_TOO_LARGE');
+
+    // HTTP/1.1 without Host: Node's own answer was a 400 with an empty chunked body.
+    const hostless = await rawExchange(port, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect([hostless.status, hostless.headers['content-type'], hostless.headers.connection]).toEqual([
+      400,
+      'application/json; charset=utf-8',
+      'close',
+    ]);
+    expect(JSON.parse(hostless.body).error).toEqual({
+      reason: 'MALFORMED_REQUEST',
+      details: 'the HTTP request could not be parsed (missing required Host header)',
+    });
+    // HTTP/1.0 needs no Host.
+    const old = await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n');
+    expect(old.status).toBe(200);
   });
 
   test('MongoDB down is 503 with Retry-After, never a stack trace', async () => {
