@@ -350,16 +350,21 @@ function gatewayRoutes(options: EdgeOptions): string[] {
  * is a dependency gone for the reader, and a 503 with Retry-After is what clients retry.
  */
 function unavailable(surface: 'json' | 's3'): string[] {
+  const contentType = `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`;
   const body =
     surface === 's3'
       ? '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Service is unable to handle request.</Message></Error>`'
       : '`{"error":{"reason":"DEPENDENCY_UNAVAILABLE","details":"the service is not reachable; retry later"}}`';
-  return block('handle_errors', [
-    `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`,
-    'header Cache-Control no-store',
-    'header Retry-After 5',
-    `respond ${body} 503`,
-  ]);
+  // A body the reader sent that could not be read (a malformed chunk, cut short): the reader's
+  // error, as an API process answers it (infra/edge/caddy/errors.go, stupa_body_errors).
+  const unreadable =
+    surface === 's3'
+      ? '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidRequest</Code><Message>the HTTP request could not be parsed (its body)</Message></Error>`'
+      : '`{"error":{"reason":"MALFORMED_REQUEST","details":"the HTTP request could not be parsed (its body)"}}`';
+  return [
+    ...block('handle_errors 400', [contentType, 'header Cache-Control no-store', 'header Connection close', `respond ${unreadable} 400`]),
+    ...block('handle_errors', [contentType, 'header Cache-Control no-store', 'header Retry-After 5', `respond ${body} 503`]),
+  ];
 }
 
 /** The Caddyfile for `options`. */
@@ -382,7 +387,20 @@ export function edgeCaddyfile(options: EdgeOptions): string {
     // Before anything else: an interim 100 Continue at once, for every request that asks
     // (infra/edge/caddy/continue.go: else a refusal could leave both sides waiting).
     'order stupa_continue first',
-    ...block('servers', ['timeouts {', '\tread_header 10s', '\tidle 2m', '}']),
+    'order stupa_body_errors after stupa_continue',
+    ...block('servers', [
+      // Go's own answers to requests it cannot parse, in each surface's error shape (errors.go);
+      // before TLS, where it changes nothing (`tls` named, or Caddy would put it first).
+      ...block('listener_wrappers', [...(tls ? ['stupa_errors'] : block('stupa_errors', [`xml ${ports.s3}`])), 'tls']),
+      // Plain HTTP is HTTP/1.1 only: with h2c on, Go's server waits for the 24 bytes of an HTTP/2
+      // preface before it reads a shorter request, so a few bytes of garbage were answered only
+      // at the header timeout (10 s). Over TLS, HTTP/2 comes by ALPN as always.
+      ...(tls ? [] : ['protocols h1']),
+      'timeouts {',
+      '\tread_header 10s',
+      '\tidle 2m',
+      '}',
+    ]),
     // Why the edge answered an error itself (an upstream refused, reset or none is up): Caddy logs
     // an error its handle_errors answered only at DEBUG, so without this the log says nothing of
     // the 503s it gave. To stderr, which is the edge's log (DATA_DIR/logs/edge.log); without the
@@ -395,7 +413,7 @@ export function edgeCaddyfile(options: EdgeOptions): string {
   ];
   const siteTls = (wildcard: boolean) =>
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
-  const site = (address: string, lines: string[]) => ['', ...block(address, ['stupa_continue', ...lines])];
+  const site = (address: string, lines: string[]) => ['', ...block(address, ['stupa_continue', 'stupa_body_errors', ...lines])];
   const api = block(`reverse_proxy ${apis('api')}`, [...BALANCED, ...HEALTH]);
   const s3 = s3Routes(options);
   const lines = tls
