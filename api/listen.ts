@@ -33,7 +33,11 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket, format: C
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
         ? [408, 'Request Timeout', 'REQUEST_TIMEOUT']
         : [400, 'Bad Request', 'MALFORMED_REQUEST'];
-  const { contentType, body } = format(status, reason, `the HTTP request could not be parsed (${err.code ?? 'unknown'})`);
+  answerOnSocket(socket, status, text, format(status, reason, `the HTTP request could not be parsed (${err.code ?? 'unknown'})`));
+}
+
+/** An answer written straight to the connection, which then closes. */
+function answerOnSocket(socket: Socket, status: number, text: string, { contentType, body }: { contentType: string; body: string }): void {
   socket.end(
     `HTTP/1.1 ${status} ${text}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
@@ -61,6 +65,11 @@ export async function listen(
   server.keepAliveTimeout = API_KEEPALIVE_MS;
   if (continueByApp) server.on('checkContinue', guarded);
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket, format));
+  // Node hands CONNECT to 'connect' listeners, not to the app, and with none closes the
+  // connection unanswered; no surface tunnels.
+  server.on('connect', (_req: http.IncomingMessage, socket: Socket) =>
+    answerOnSocket(socket, 405, 'Method Not Allowed', format(405, 'METHOD_NOT_ALLOWED', 'CONNECT is not allowed here')),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -1,6 +1,7 @@
 // Requests Go's HTTP server cannot parse, sent to the edge: answered in each surface's error
 // shape (infra/edge/caddy/errors.go), as the API processes answer them (tests/http.test.ts), not
-// in Go's text/plain; a body that cannot be read is the reader's 400, not the service away.
+// in Go's text/plain; a body that cannot be read is the reader's 400, not the service away;
+// CONNECT is 405.
 import { startEdgedApi, type EdgedApi } from './support/edge.js';
 import { rawExchange, type RawAnswer } from './support/raw.js';
 import { createUser } from './support/stack.js';
@@ -51,6 +52,9 @@ test.each(SURFACES)(
     const garbage = await rawExchange(port, 'GARBAGE\r\n\r\n');
     expect([garbage.status, reasonOf(surface, garbage)]).toEqual([400, badRequest]);
     expect(garbage.ms).toBeLessThan(5_000);
+    // CONNECT is refused at the edge (proxied, it was 503 as if the service were away).
+    const tunnel = await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect([tunnel.status, reasonOf(surface, tunnel)]).toEqual([405, surface === 's3' ? 'MethodNotAllowed' : 'METHOD_NOT_ALLOWED']);
   },
   60_000,
 );

@@ -195,6 +195,11 @@ describe('error shapes', () => {
     // HTTP/1.0 needs no Host.
     const old = await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n');
     expect(old.status).toBe(200);
+
+    // CONNECT never reaches the app in Node; with no listener it closed the connection unanswered.
+    const tunnel = await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect([tunnel.status, tunnel.headers['content-type']]).toEqual([405, 'application/json; charset=utf-8']);
+    expect(JSON.parse(tunnel.body).error.reason).toBe('METHOD_NOT_ALLOWED');
   });
 
   test('MongoDB down is 503 with Retry-After, never a stack trace', async () => {

@@ -24,6 +24,7 @@ import { recordingKubo } from './support/kubo-relay.js';
 import { createUser, startTestApi } from './support/stack.js';
 import { eventually } from './support/worker.js';
 import { alice, api, bob, env, HELLO_CID, md5, newBucket, s3, text, used, useS3Accounts } from './support/s3-accounts.js';
+import { rawExchange } from './support/raw.js';
 
 useS3Accounts();
 
@@ -352,4 +353,19 @@ describe('objects', () => {
     });
     await api.deps.db.objects.model.collection.deleteOne({ _id: `${bucket}/left.txt` } as never);
   });
+});
+
+test("requests Node cannot parse, and CONNECT, are S3's XML errors on the S3 port", async () => {
+  const port = Number(new URL(api.s3Url).port);
+  const garbage = await rawExchange(port, 'THIS IS NOT HTTP\r\n\r\n');
+  expect([garbage.status, garbage.headers['content-type']]).toEqual([400, 'application/xml']);
+  expect(garbage.body).toMatch(/<Error><Code>InvalidRequest<\/Code><Message>the HTTP request could not be parsed \(HPE_/);
+  const hostless = await rawExchange(port, 'GET / HTTP/1.1\r\nConnection: close\r\n\r\n');
+  expect([hostless.status, hostless.headers['content-type']]).toEqual([400, 'application/xml']);
+  expect(hostless.body).toContain(
+    '<Code>InvalidRequest</Code><Message>the HTTP request could not be parsed (missing required Host header)',
+  );
+  const tunnel = await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+  expect([tunnel.status, tunnel.headers['content-type']]).toEqual([405, 'application/xml']);
+  expect(tunnel.body).toContain('<Code>MethodNotAllowed</Code>');
 });

@@ -13,9 +13,15 @@ export async function startS3(deps: UseCaseDeps & { logger: Logger }): Promise<L
   const { config } = deps;
   const kuboGateway = createKuboGateway(config.kubo.gatewayUrl, config.kubo.peerGatewayUrls);
   const app = createS3Handler({ ...deps, kuboGateway, answers: createAnswerMemory() });
-  const xmlClientError = (_status: number, _reason: string, details: string) => ({
+  const xmlClientError = (_status: number, reason: string, details: string) => ({
     contentType: 'application/xml',
-    body: errorXml(new S3Error('InvalidRequest', details), '/', '0'),
+    body: errorXml(
+      reason === 'METHOD_NOT_ALLOWED'
+        ? new S3Error('MethodNotAllowed', 'The specified method is not allowed against this resource.')
+        : new S3Error('InvalidRequest', details),
+      '/',
+      '0',
+    ),
   });
   // `Expect: 100-continue` is answered by the handler once the signature holds (app.ts), so a
   // refused upload's body is never sent.

@@ -414,18 +414,35 @@ export function edgeCaddyfile(options: EdgeOptions): string {
   const siteTls = (wildcard: boolean) =>
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
   const site = (address: string, lines: string[]) => ['', ...block(address, ['stupa_continue', 'stupa_body_errors', ...lines])];
+  // CONNECT is answered here: proxied, it failed as if the service were away (503). An API
+  // process answers it 405 on its own port too (api/listen.ts); no surface tunnels.
+  const noTunnel = (surface: 'json' | 's3') => [
+    '@tunnel method CONNECT',
+    ...block('handle @tunnel', [
+      `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`,
+      'header Connection close',
+      surface === 's3'
+        ? 'respond `<?xml version="1.0" encoding="UTF-8"?><Error><Code>MethodNotAllowed</Code><Message>The specified method is not allowed against this resource.</Message></Error>` 405'
+        : 'respond `{"error":{"reason":"METHOD_NOT_ALLOWED","details":"CONNECT is not allowed here"}}` 405',
+    ]),
+  ];
   const api = block(`reverse_proxy ${apis('api')}`, [...BALANCED, ...HEALTH]);
   const s3 = s3Routes(options);
   const lines = tls
     ? [
-        ...site(`https://${tls.apiHost}`, [...siteTls(false), ...api, ...unavailable('json')]),
-        ...site(`https://*.${tls.gatewayDomain}`, [...siteTls(true), ...gatewayRoutes(options), ...unavailable('json')]),
-        ...site(`https://${tls.s3Domain}, https://*.${tls.s3Domain}`, [...siteTls(true), ...s3, ...unavailable('s3')]),
+        ...site(`https://${tls.apiHost}`, [...siteTls(false), ...noTunnel('json'), ...api, ...unavailable('json')]),
+        ...site(`https://*.${tls.gatewayDomain}`, [
+          ...siteTls(true),
+          ...noTunnel('json'),
+          ...gatewayRoutes(options),
+          ...unavailable('json'),
+        ]),
+        ...site(`https://${tls.s3Domain}, https://*.${tls.s3Domain}`, [...siteTls(true), ...noTunnel('s3'), ...s3, ...unavailable('s3')]),
       ]
     : [
-        ...site(`http://:${ports.api}`, [...api, ...unavailable('json')]),
-        ...site(`http://:${ports.gateway}`, [...gatewayRoutes(options), ...unavailable('json')]),
-        ...site(`http://:${ports.s3}`, [...s3, ...unavailable('s3')]),
+        ...site(`http://:${ports.api}`, [...noTunnel('json'), ...api, ...unavailable('json')]),
+        ...site(`http://:${ports.gateway}`, [...noTunnel('json'), ...gatewayRoutes(options), ...unavailable('json')]),
+        ...site(`http://:${ports.s3}`, [...noTunnel('s3'), ...s3, ...unavailable('s3')]),
       ];
   const purgeOnly = `this listener takes POST ${EDGE_PURGE_PATH} from the service's processes only`;
   const purge = ports.purge
