@@ -1,3 +1,4 @@
+import zlib from 'node:zlib';
 import type { ApiServer } from '../api/server.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
@@ -122,6 +123,23 @@ describe('error shapes', () => {
     });
     expect(res.status).toBe(400);
     expect(errorReason(res)).toBe('INVALID_JSON');
+  });
+
+  test('a gzip JSON body is read; one that is not gzip is 400, and nothing is written', async () => {
+    const send = (body: Buffer) =>
+      fetch(`${api.url}/apikeys`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': user.apiKey, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+        body,
+      });
+    const made = await send(zlib.gzipSync(JSON.stringify({ name: 'zipped' })));
+    expect([made.status, ((await made.json()) as { keyName: string }).keyName]).toEqual([201, 'zipped']);
+    const before = await api.deps.db.apiKeys.model.countDocuments({ userId: user.userId });
+    for (const body of [Buffer.from('{"name":"plain"}'), zlib.gzipSync('{"name":"cut"}').subarray(0, 12)]) {
+      const res = await send(body);
+      expect([res.status, ((await res.json()) as { error: { reason: string } }).error.reason]).toEqual([400, 'INVALID_BODY']);
+    }
+    expect(await api.deps.db.apiKeys.model.countDocuments({ userId: user.userId })).toBe(before);
   });
 
   test('a body over the limit is 413', async () => {

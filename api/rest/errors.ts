@@ -56,9 +56,13 @@ function fromStupaError(err: StupaError): HttpError | undefined {
   return row && new HttpError(row[1], err.reason, err.details, row[2](err as never));
 }
 
-/** body-parser reports its failures with a `type`. */
+/** body-parser reports its failures with a `type`; the inflating of a gzip or deflate body with
+ * zlib's error code only (Z_DATA_ERROR: the body is not what its Content-Encoding says). */
 function fromBodyParser(err: unknown): HttpError | undefined {
-  const e = err as { type?: string; limit?: number };
+  const e = err as { type?: string; limit?: number; code?: unknown };
+  if (typeof e.code === 'string' && e.code.startsWith('Z_')) {
+    return new HttpError(400, 'INVALID_BODY', 'the request body does not decode as its Content-Encoding says');
+  }
   switch (e.type) {
     case 'entity.parse.failed':
       return new HttpError(400, 'INVALID_JSON', 'the request body is not valid JSON');
