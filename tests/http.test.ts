@@ -105,6 +105,20 @@ describe('error shapes', () => {
     }
   });
 
+  test('a path parameter that is not percent-encoded UTF-8 names nothing: 404, never 500', async () => {
+    for (const [method, path] of [
+      ['GET', '/files/%ff'],
+      ['GET', '/pin/%C3%28'],
+      ['DELETE', '/webhooks/%ff'],
+      ['GET', '/psa/pins/%E2%82'],
+    ] as const) {
+      const res = await call(api, method, path, { key: user.apiKey });
+      expect([path, res.status, errorReason(res)]).toEqual([path, 404, 'NOT_FOUND']);
+    }
+    // Without a key, the key is what is wrong.
+    expect((await call(api, 'GET', '/files/%ff')).status).toBe(401);
+  });
+
   test('an unsupported method is 405 with Allow', async () => {
     const res = await call(api, 'PATCH', '/apikeys', { key: user.apiKey, body: {} });
     expect(res.status).toBe(405);

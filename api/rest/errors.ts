@@ -78,6 +78,15 @@ function fromBodyParser(err: unknown): HttpError | undefined {
   return undefined;
 }
 
+/** The router could not decode a path parameter (`%ff`): the path names nothing, as every
+ * operation with parameters documents (404; the gateway, whose paths are content, says 400). */
+function fromRouter(err: unknown): HttpError | undefined {
+  if (err instanceof URIError && err.message.startsWith('Failed to decode param')) {
+    return new HttpError(404, 'NOT_FOUND', 'no such path: it is not properly percent-encoded');
+  }
+  return undefined;
+}
+
 export const errorBody = (err: { reason: string; details: string }) => ({ error: { reason: err.reason, details: err.details } });
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
@@ -87,7 +96,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     const known = asStupaError(err);
-    let answer = err instanceof HttpError ? err : known ? fromStupaError(known) : fromBodyParser(err);
+    let answer = err instanceof HttpError ? err : known ? fromStupaError(known) : (fromBodyParser(err) ?? fromRouter(err));
     if (!answer) {
       logger.error({ err, method: req.method, path: req.path }, 'unhandled error');
       answer = internal();
