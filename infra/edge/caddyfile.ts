@@ -24,6 +24,8 @@
 // (#29), but HAProxy 2.6 has no access-decision hook without a Lua script of our own, and Caddy
 // has a reverse proxy that can act on its upstream's answer (forward_auth, handle_response), health checks, TLS with its own CA and ACME, and a net log writer built in.
 import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES, EDGE_ANSWER_TTL_MS } from '../constants.js';
+import { block, type Surface } from './caddy-syntax.js';
+import { kuboFailure, noTunnel, unavailable } from './edge-errors.js';
 import {
   EDGE_DECISION_PATH,
   EDGE_HEADERS,
@@ -103,67 +105,6 @@ const BALANCED = [
   `\tkeepalive ${EDGE_UPSTREAM_KEEPALIVE_MS / 1000}s`,
   '}',
 ];
-
-const block = (head: string, lines: string[], indent = ''): string[] => [
-  `${indent}${head} {`,
-  ...lines.map((l) => `${indent}\t${l}`),
-  `${indent}}`,
-];
-
-type Surface = 'gateway' | 's3';
-
-/** The answer for a failure of Kubo's gateway, in the surface's error shape (api/gateway/errors.ts,
- * api/s3/errors.ts). For S3 every failure is the store's: the object's record said the bytes are there. */
-function kuboFailure(surface: Surface): string[] {
-  if (surface === 's3') {
-    const xml =
-      '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>the content store could not read this object; retry later</Message></Error>`';
-    // The object's headers, copied from the decision, do not describe an error.
-    const objectHeaders = [
-      'Etag',
-      'Last-Modified',
-      'Cache-Control',
-      'Expires',
-      'Content-Disposition',
-      'Content-Encoding',
-      'Content-Language',
-      'Accept-Ranges',
-      'X-Amz-Meta-*',
-      'X-Amz-Checksum-*',
-      'X-Amz-Mp-Parts-Count',
-    ];
-    return [
-      '@failed status 3xx 4xx 5xx',
-      ...block('handle_response @failed', [
-        ...objectHeaders.map((h) => `header -${h}`),
-        'header Content-Type application/xml',
-        'header Cache-Control no-store',
-        'header Retry-After 5',
-        `respond ${xml} 503`,
-      ]),
-    ];
-  }
-  const json = (reason: string, details: string) => `\`{"error":{"reason":"${reason}","details":"${details}"}}\``;
-  const respond = (status: string, reason: string, details: string) => [
-    'header Content-Type "application/json; charset=utf-8"',
-    'header Cache-Control no-store',
-    `respond ${json(reason, details)} ${status}`,
-  ];
-  return [
-    '@missing status 404',
-    ...block('handle_response @missing', respond('404', 'NOT_FOUND', 'no such path in this content')),
-    '@refused status 4xx',
-    ...block(
-      'handle_response @refused',
-      respond('{rp.status_code}', 'BAD_REQUEST', 'the gateway cannot answer this request for this content'),
-    ),
-    '@failed status 5xx',
-    ...block('handle_response @failed', [
-      'header Retry-After 5',
-      ...respond('502', 'UPSTREAM_FAILED', 'the content could not be read; retry later'),
-    ]),
-  ];
-}
 
 /** What the reader sent that Kubo is never given. Kubo reads X-Forwarded-Host as the name a
  * subdomain or DNSLink gateway was asked for: with an account's host there, it looked the name
@@ -344,29 +285,6 @@ function gatewayRoutes(options: EdgeOptions): string[] {
   ];
 }
 
-/**
- * What the edge answers when it cannot reach any API process (or Kubo for a decided read): the
- * service's 503 in each surface's error shape, never Caddy's empty 502. Every API process down
- * is a dependency gone for the reader, and a 503 with Retry-After is what clients retry.
- */
-function unavailable(surface: 'json' | 's3'): string[] {
-  const contentType = `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`;
-  const body =
-    surface === 's3'
-      ? '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>Service is unable to handle request.</Message></Error>`'
-      : '`{"error":{"reason":"DEPENDENCY_UNAVAILABLE","details":"the service is not reachable; retry later"}}`';
-  // A body the reader sent that could not be read (a malformed chunk, cut short): the reader's
-  // error, as an API process answers it (infra/edge/caddy/errors.go, stupa_body_errors).
-  const unreadable =
-    surface === 's3'
-      ? '`<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidRequest</Code><Message>the HTTP request could not be parsed (its body)</Message></Error>`'
-      : '`{"error":{"reason":"MALFORMED_REQUEST","details":"the HTTP request could not be parsed (its body)"}}`';
-  return [
-    ...block('handle_errors 400', [contentType, 'header Cache-Control no-store', 'header Connection close', `respond ${unreadable} 400`]),
-    ...block('handle_errors', [contentType, 'header Cache-Control no-store', 'header Retry-After 5', `respond ${body} 503`]),
-  ];
-}
-
 /** The Caddyfile for `options`. */
 export function edgeCaddyfile(options: EdgeOptions): string {
   const { tls, ports } = options;
@@ -414,18 +332,6 @@ export function edgeCaddyfile(options: EdgeOptions): string {
   const siteTls = (wildcard: boolean) =>
     !tls ? [] : tls.mode === 'internal' ? ['tls internal'] : wildcard ? block('tls', ['on_demand']) : [];
   const site = (address: string, lines: string[]) => ['', ...block(address, ['stupa_continue', 'stupa_body_errors', ...lines])];
-  // CONNECT is answered here: proxied, it failed as if the service were away (503). An API
-  // process answers it 405 on its own port too (api/listen.ts); no surface tunnels.
-  const noTunnel = (surface: 'json' | 's3') => [
-    '@tunnel method CONNECT',
-    ...block('handle @tunnel', [
-      `header Content-Type "${surface === 's3' ? 'application/xml' : 'application/json; charset=utf-8'}"`,
-      'header Connection close',
-      surface === 's3'
-        ? 'respond `<?xml version="1.0" encoding="UTF-8"?><Error><Code>MethodNotAllowed</Code><Message>The specified method is not allowed against this resource.</Message></Error>` 405'
-        : 'respond `{"error":{"reason":"METHOD_NOT_ALLOWED","details":"CONNECT is not allowed here"}}` 405',
-    ]),
-  ];
   const api = block(`reverse_proxy ${apis('api')}`, [...BALANCED, ...HEALTH]);
   const s3 = s3Routes(options);
   const lines = tls
