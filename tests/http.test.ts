@@ -156,10 +156,21 @@ describe('error shapes', () => {
     expect(await api.deps.db.apiKeys.model.countDocuments({ userId: user.userId })).toBe(before);
   });
 
-  test('a body over the limit is 413', async () => {
+  test('a body over the limit is 413; one declared over it, at once, before it is read', async () => {
     const res = await call(api, 'POST', '/apikeys', { key: user.apiKey, body: { name: 'x'.repeat(4096) } });
     expect(res.status).toBe(413);
     expect(errorReason(res)).toBe('PAYLOAD_TOO_LARGE');
+    // Declared far larger than what is sent: the answer comes without the rest (body-parser
+    // answered only once the whole declared body had come, here never).
+    const port = Number(new URL(api.url).port);
+    for (const path of ['/apikeys', '/upload/new']) {
+      const declared = await rawExchange(
+        port,
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${user.apiKey}\r\nContent-Type: application/json\r\nContent-Length: 4000000000\r\n\r\n{}`,
+        5_000,
+      );
+      expect([path, declared.status, JSON.parse(declared.body).error.reason]).toEqual([path, 413, 'PAYLOAD_TOO_LARGE']);
+    }
   });
 
   test('a body that is not JSON is 415, and nothing is written', async () => {

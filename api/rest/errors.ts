@@ -30,7 +30,7 @@ export const methodNotAllowed = (method: string, allowed: string[]) =>
   new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
 export const unsupportedMediaType = (expected: string) =>
   new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', `the request body must be ${expected}`);
-const payloadTooLarge = (limit: string) => new HttpError(413, 'PAYLOAD_TOO_LARGE', `the request body is larger than ${limit}`);
+export const payloadTooLarge = (limit: string) => new HttpError(413, 'PAYLOAD_TOO_LARGE', `the request body is larger than ${limit}`);
 const internal = () => new HttpError(500, 'INTERNAL_ERROR', 'an unexpected error happened; it has been logged');
 
 /** The status of each use-case error, and the headers it carries. */

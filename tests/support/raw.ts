@@ -1,5 +1,6 @@
 // One raw HTTP/1.1 exchange on a fresh connection: the bytes as given (a malformed request a
-// client library would refuse to send), and the answer as it came, until the server closes.
+// client library would refuse to send), and the answer as it came: whole once its Content-Length
+// has arrived, else when the server closes.
 import net from 'node:net';
 
 export interface RawAnswer {
@@ -16,7 +17,14 @@ export function rawExchange(port: number, request: string | Buffer, timeoutMs = 
     const socket = net.connect(port, '127.0.0.1', () => socket.write(request));
     const chunks: Buffer[] = [];
     socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no whole answer from :${port} within ${timeoutMs} ms`)));
-    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      // A whole answer with a length: done, whether or not the server keeps the connection.
+      const text = Buffer.concat(chunks).toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1];
+      if (end >= 0 && length !== undefined && Buffer.byteLength(text, 'latin1') >= end + 4 + Number(length)) socket.destroy();
+    });
     // The server may close while the request is still being written (headers over its limit).
     socket.on('error', (err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' || err.code === 'EPIPE' ? undefined : reject(err)));
     socket.on('close', () => {

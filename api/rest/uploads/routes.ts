@@ -9,7 +9,7 @@ import { restFile } from '../files.js';
 import { contentLinkBase } from '../../usecases/gateway.js';
 import { caller, uploadGuard } from '../http/auth.js';
 import { resource, type RouterOptions } from '../http/routing.js';
-import { parse } from '../http/validate.js';
+import { declaredOver, limitBytes, parse } from '../http/validate.js';
 import { decodeContent } from './decode.js';
 import { readMultipart } from './multipart.js';
 
@@ -53,8 +53,11 @@ export function uploadRoutes(deps: UseCaseDeps, { uploadJsonLimit }: RouterOptio
   // An API key, or a signed upload token (which may do nothing else).
   router.use('/upload/new', uploadGuard(deps));
   const jsonParser = express.json({ limit: uploadJsonLimit, type: JSON_TYPES });
+  const jsonMax = limitBytes(uploadJsonLimit);
 
   async function fromJson(req: Request, res: Response, upload: Upload) {
+    const over = declaredOver(req, jsonMax);
+    if (over) throw over;
     await new Promise<void>((resolve, reject) => jsonParser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
     const { content, encoding, ...details } = parse(jsonUpload, req.body ?? {});
     const { bytes, mimeType } = decodeContent(content, encoding);
