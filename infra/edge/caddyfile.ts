@@ -5,7 +5,9 @@
 //     on the next);
 //   - a gateway read (GET/HEAD) first to the access decision (the gateway of an API process,
 //     api/gateway/edge.ts) and, when allowed, straight to a Kubo gateway that holds the
-//     content, so the bytes never pass through Node; a refusal, or a small answer the API keeps
+//     content, so the bytes never pass through Node (and, for an answer of known length on a
+//     plain HTTP/1 connection, not through the edge's memory either: infra/edge/caddy/splice.go
+//     moves them with splice(2)); a refusal, or a small answer the API keeps
 //     in memory, is the decision's own answer. Every other gateway request (CORS preflights,
 //     other methods) goes to the API's gateway as a whole;
 //   - an S3 GET likewise to S3's decision (api/s3/edge.ts), which answers everything but the
@@ -183,6 +185,20 @@ function kuboProxy(gateways: string[], surface: Surface): string[] {
   return block(`reverse_proxy ${here}`, lines);
 }
 
+/** Kubo's answer to an allowed read: a 200 or 206 of known length from the first gateway,
+ * relayed with splice (caddy/splice.go) under the proxy's rules for fields; anything else from
+ * kuboProxy, which asks again. */
+function kuboRelay(gateways: string[], surface: Surface): string[] {
+  return [
+    ...block(`stupa_splice ${gateways[0]}`, [
+      `drop_up ${notForKubo(surface).join(' ')}`,
+      `drop_down ${notFromKubo(surface).join(' ')}`,
+      ...(surface === 'gateway' ? [`prefix_header ${EDGE_HEADERS.prefix}`] : []),
+    ]),
+    ...kuboProxy(gateways, surface),
+  ];
+}
+
 /**
  * Asks the service for the decision on a read: the request, as the reader sent it, goes to
  * `path` on one of `upstreams` (a GET, with the reader's method and URI in X-Forwarded-* and the
@@ -234,7 +250,7 @@ function s3Routes(options: EdgeOptions): string[] {
     `@ranged header_regexp ${range} ^bytes=`,
     `request_header @ranged Range {http.request.header.${range}}`,
     `rewrite * {http.request.header.${path}}`,
-    ...kuboProxy(options.kuboGateways, 's3'),
+    ...kuboRelay(options.kuboGateways, 's3'),
   ];
   return [
     '@read method GET',
@@ -269,7 +285,7 @@ function gatewayRoutes(options: EdgeOptions): string[] {
     `@vary header ${EDGE_HEADERS.vary} *`,
     ...block('header @vary', [`+Vary "{http.request.header.${EDGE_HEADERS.vary}}"`, 'defer']),
     `rewrite * {http.request.header.${EDGE_HEADERS.path}}`,
-    ...kuboProxy(options.kuboGateways, 'gateway'),
+    ...kuboRelay(options.kuboGateways, 'gateway'),
   ];
   return [
     '@read method GET HEAD',

@@ -25,6 +25,7 @@ import {
   LOAD_ROUNDS,
   LOAD_SECONDS,
   meteredBytes,
+  METER_ROUNDING_BYTES,
   read,
   READ_SIZE,
   SMALL_SIZE,
@@ -228,7 +229,7 @@ export function edgeBroken(r: EdgeResult): string[] {
   return [
     ...(r.sameBytes ? [] : ['a 1 GiB read through the edge did not give the uploaded bytes']),
     ...(r.refusesUnheld ? [] : ['the edge did not answer 410 for content the account does not hold']),
-    ...(r.metered < r.readThrough || r.metered > r.readThrough + r.unfinished
+    ...(r.metered < r.readThrough - METER_ROUNDING_BYTES || r.metered > r.readThrough + r.unfinished + METER_ROUNDING_BYTES
       ? [
           `the API metered ${r.metered} bytes from the edge's reports for ${r.readThrough} read through it (+ up to ${r.unfinished} in flight)`,
         ]

@@ -188,6 +188,9 @@ export function figures(passes: Pass[]): LoadFigures {
   };
 }
 
+/** GET /user/profile gives MB to 6 decimals: a byte or two either way of meteredBytes is its rounding. */
+export const METER_ROUNDING_BYTES = 2;
+
 export async function meteredBytes(ctx: BenchContext): Promise<number> {
   const profile = await apiCall<{ gatewayBandwidthUsedMB?: number }>(ctx, 'GET', '/user/profile');
   return Math.round((profile.gatewayBandwidthUsedMB ?? 0) * MiB);

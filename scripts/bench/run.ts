@@ -36,7 +36,15 @@ import os from 'node:os';
 import { analyticsLine, benchAnalytics } from './analytics.js';
 import { benchFileIds, MIGRATE_RECORDS } from './file-ids.js';
 import { benchEdge, edgeBroken, edgeLines } from './edge.js';
-import { benchGateway, CONNECTIONS as GATEWAY_CONNECTIONS, LOAD_ROUNDS, LOAD_SECONDS, READ_ROUNDS, type GatewayResult } from './gateway.js';
+import {
+  benchGateway,
+  CONNECTIONS as GATEWAY_CONNECTIONS,
+  LOAD_ROUNDS,
+  LOAD_SECONDS,
+  METER_ROUNDING_BYTES,
+  READ_ROUNDS,
+  type GatewayResult,
+} from './gateway.js';
 import { apiOperations, runBench, say, type BenchContext } from './harness.js';
 import { s3Only, s3SmallOnly } from './s3.js';
 import { benchImages, IMAGE_HEIGHT, IMAGE_WIDTH, REQUESTS as IMAGE_REQUESTS, ROUNDS as IMAGE_ROUNDS, type ImagesResult } from './images.js';
@@ -271,8 +279,7 @@ function gatewayBroken(r: GatewayResult): string[] {
   return [
     ...(r.sameBytes ? [] : ['a 1 GiB read (gateway or Kubo) did not give the uploaded bytes']),
     ...(r.refusesUnheld ? [] : ['the gateway did not answer 410 for content its account does not hold']),
-    // GET /user/profile gives MB to 6 decimals: a byte or two either way is its rounding.
-    ...(r.metered >= r.readThrough - 2 && r.metered <= r.readThrough + r.unfinished + 2
+    ...(r.metered >= r.readThrough - METER_ROUNDING_BYTES && r.metered <= r.readThrough + r.unfinished + METER_ROUNDING_BYTES
       ? []
       : [
           `the gateway counted ${r.metered} bytes against the account for ${r.readThrough} read through it (+ up to ${r.unfinished} in flight)`,

@@ -1,0 +1,103 @@
+// The edge's relay of Kubo's answers (infra/edge/caddy/splice.go): a large read's bytes move from
+// Kubo's socket to the reader's with splice(2), never read into the edge. What the edge process
+// read and wrote with read/write calls is its rchar/wchar in /proc (splice counts in neither):
+// through Caddy's reverse proxy, an 8 MiB read added 8 MiB to each.
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { hostRequest, type HostReply } from './support/host-request.js';
+import { createUser, type TestUser } from './support/stack.js';
+import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+
+let edged: EdgedApi;
+let worker: WorkerProcess;
+let user: TestUser;
+let slug: string;
+const body = randomBytes(8 * 1024 * 1024);
+let cid: string;
+
+beforeAll(async () => {
+  const env = { TEMPORAL_TASK_QUEUE: testTaskQueue() };
+  [edged, worker] = await Promise.all([startEdgedApi(env), startWorkerProcess(env)]);
+  user = await createUser(edged.api, 'karma');
+  slug = (await edged.api.deps.db.users.get(user.userId))!.gatewaySlug!;
+  const form = new FormData();
+  form.append('file', new Blob([body]), 'big.bin');
+  const res = await fetch(`${edged.api.url}/upload/new`, { method: 'POST', headers: { 'X-Api-Key': user.apiKey }, body: form });
+  expect(res.status).toBe(201);
+  cid = ((await res.json()) as { cid: string }).cid;
+});
+afterAll(async () => {
+  await Promise.all([edged?.close(), worker?.kill()]);
+});
+
+const gw = (path: string, headers: Record<string, string> = {}): Promise<HostReply> =>
+  hostRequest(edged.ports.gateway, `${slug}.localhost:${edged.ports.gateway}`, path, { headers });
+
+/** The bytes the edge process has moved with read and write calls so far. */
+function edgeCopied(): number {
+  const io = fs.readFileSync(`/proc/${edged.edge.process.pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)![1]);
+  return field('rchar') + field('wchar');
+}
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+test("the bytes relayed count against the account's bandwidth (the account's first reads)", async () => {
+  const sent = async () =>
+    (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+  await gw(`/ipfs/${cid}`);
+  await gw(`/ipfs/${cid}`, { Range: 'bytes=100-199' });
+  const expected = body.length + 100;
+  const deadline = Date.now() + 10_000;
+  while ((await sent()) < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await sent()).toBe(expected);
+});
+
+test("a large read is Kubo's bytes and headers, moved without the edge reading them", async () => {
+  await gw(`/ipfs/${cid}`, { Range: 'bytes=0-0' }); // the decision's connections and caches warm
+  const before = edgeCopied();
+  const res = await gw(`/ipfs/${cid}`);
+  const copied = edgeCopied() - before;
+  expect(res.status).toBe(200);
+  expect(sha(res.body)).toBe(sha(body));
+  expect(res.headers['content-length']).toBe(String(body.length));
+  expect(res.headers.etag).toBe(`"${cid}"`);
+  expect(res.headers['x-ipfs-path']).toBe(`/ipfs/${cid}`);
+  expect(res.headers['cache-control']).toBe('public, max-age=29030400, immutable');
+  expect(res.headers.via).toBe('1.1 Caddy');
+  // The request, the decision's exchange with the API, the answer's head and the access log.
+  expect(copied).toBeLessThan(256 * 1024);
+
+  const first = 3 * 1024 * 1024 + 17;
+  const last = 6 * 1024 * 1024;
+  const start = edgeCopied();
+  const slice = await gw(`/ipfs/${cid}`, { Range: `bytes=${first}-${last}` });
+  expect(edgeCopied() - start).toBeLessThan(256 * 1024);
+  expect([slice.status, slice.headers['content-range']]).toEqual([206, `bytes ${first}-${last}/${body.length}`]);
+  expect(slice.body.equals(body.subarray(first, last + 1))).toBe(true);
+});
+
+test('a reader that goes away mid-body leaves the next reads whole', async () => {
+  await new Promise<void>((resolve, reject) => {
+    const req = http.get(
+      { host: '127.0.0.1', port: edged.ports.gateway, path: `/ipfs/${cid}`, headers: { Host: `${slug}.localhost` } },
+      (res) => {
+        expect(res.statusCode).toBe(200);
+        res.on('error', () => undefined);
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      },
+    );
+    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+  });
+  // The relay's kept connection to Kubo was mid-answer: it must not be used again.
+  for (let i = 0; i < 3; i++) {
+    const res = await gw(`/ipfs/${cid}`);
+    expect([res.status, sha(res.body)]).toEqual([200, sha(body)]);
+  }
+});
