@@ -5,10 +5,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
+import https from 'node:https';
 import { startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { createUser, type TestUser } from './support/stack.js';
-import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 let edged: EdgedApi;
 let worker: WorkerProcess;
@@ -101,3 +103,52 @@ test('a reader that goes away mid-body leaves the next reads whole', async () =>
     expect([res.status, sha(res.body)]).toEqual([200, sha(body)]);
   }
 });
+
+test('over TLS, HTTP/1.1 and HTTP/2, the relay copies the same bytes (TLS encrypts in the edge)', async () => {
+  const tls = { mode: 'internal' as const, apiHost: 'api.stupa.test', gatewayDomain: 'gw.stupa.test', s3Domain: 's3.stupa.test' };
+  const secure = await startEdgedApi({ TEMPORAL_TASK_QUEUE: testTaskQueue() }, { tls });
+  try {
+    const owner = await createUser(secure.api, 'karma');
+    const ownerSlug = (await secure.api.deps.db.users.get(owner.userId))!.gatewaySlug!;
+    const form = new FormData();
+    form.append('file', new Blob([body.subarray(0, 3 * 1024 * 1024)]), 'tls.bin');
+    const made = await fetch(`${secure.api.url}/upload/new`, { method: 'POST', headers: { 'X-Api-Key': owner.apiKey }, body: form });
+    const { cid: tlsCid } = (await made.json()) as { cid: string };
+    const ca = (await eventually(
+      async () => (secure.edge.caFile && fs.existsSync(secure.edge.caFile) ? fs.readFileSync(secure.edge.caFile) : null),
+      Boolean,
+      10_000,
+      "the local CA's root certificate",
+    )) as Buffer;
+    const servername = `${ownerSlug}.gw.stupa.test`;
+    const overH1 = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+      const req = https.get(
+        { host: '127.0.0.1', port: secure.ports.api, servername, path: `/ipfs/${tlsCid}`, headers: { Host: servername }, ca },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (c: Buffer) => parts.push(c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(parts) }));
+        },
+      );
+      req.on('error', reject);
+    });
+    expect([overH1.status, sha(overH1.body)]).toEqual([200, sha(body.subarray(0, 3 * 1024 * 1024))]);
+    const session = http2.connect(`https://${servername}:${secure.ports.api}`, { ca, host: '127.0.0.1', servername });
+    try {
+      const overH2 = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
+        const stream = session.request({ ':path': `/ipfs/${tlsCid}` });
+        let status = 0;
+        const parts: Buffer[] = [];
+        stream.on('response', (headers) => (status = Number(headers[':status'])));
+        stream.on('data', (c: Buffer) => parts.push(c));
+        stream.on('end', () => resolve({ status, body: Buffer.concat(parts) }));
+        stream.on('error', reject);
+      });
+      expect([overH2.status, sha(overH2.body)]).toEqual([200, sha(body.subarray(0, 3 * 1024 * 1024))]);
+    } finally {
+      session.close();
+    }
+  } finally {
+    await secure.close();
+  }
+}, 60_000);
