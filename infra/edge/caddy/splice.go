@@ -130,7 +130,8 @@ func (s *Splice) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	stop := context.AfterFunc(r.Context(), func() { _ = c.conn.SetReadDeadline(time.Unix(1, 0)) })
 	// io.Copy hands the *io.LimitedReader to the writer's ReadFrom (the LimitedReader has no WriteTo).
 	copied, err := io.Copy(w, &io.LimitedReader{R: c.conn, N: remaining})
-	if stop() && err == nil && copied == remaining && !resp.Close {
+	// Kept only when the answer ended where it said and nothing followed it.
+	if stop() && err == nil && copied == remaining && !resp.Close && c.br.Buffered() == 0 {
 		s.pool.put(c)
 		return nil
 	}
