@@ -7,10 +7,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
-import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { edgeRootCa, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { createUser, type TestUser } from './support/stack.js';
-import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
+import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 let edged: EdgedApi;
 let worker: WorkerProcess;
@@ -114,12 +114,7 @@ test('over TLS, HTTP/1.1 and HTTP/2, the relay copies the same bytes (TLS encryp
     form.append('file', new Blob([body.subarray(0, 3 * 1024 * 1024)]), 'tls.bin');
     const made = await fetch(`${secure.api.url}/upload/new`, { method: 'POST', headers: { 'X-Api-Key': owner.apiKey }, body: form });
     const { cid: tlsCid } = (await made.json()) as { cid: string };
-    const ca = (await eventually(
-      async () => (secure.edge.caFile && fs.existsSync(secure.edge.caFile) ? fs.readFileSync(secure.edge.caFile) : null),
-      Boolean,
-      10_000,
-      "the local CA's root certificate",
-    )) as Buffer;
+    const ca = await edgeRootCa(secure);
     const servername = `${ownerSlug}.gw.stupa.test`;
     const overH1 = await new Promise<{ status: number; body: Buffer }>((resolve, reject) => {
       const req = https.get(

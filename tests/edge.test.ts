@@ -8,7 +8,7 @@ import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { EDGE_ANSWER_TTL_MS } from '../infra/constants.js';
 import { API_KEEPALIVE_MS, EDGE_PURGE_PATH, EDGE_SECRET_HEADER, EDGE_UPSTREAM_KEEPALIVE_MS } from '../infra/edge/protocol.js';
-import { startEdgedApi, type EdgedApi } from './support/edge.js';
+import { edgeRootCa, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { recordingKubo } from './support/kubo-relay.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { s3Client } from './support/s3.js';
@@ -374,12 +374,7 @@ test('TLS from a local CA: a client that trusts it reads the API and an account 
   const edged = await startEdgedApi({}, { tls });
   try {
     const { user, slug } = await account(edged);
-    const ca = (await eventually(
-      async () => (edged.edge.caFile && fs.existsSync(edged.edge.caFile) ? fs.readFileSync(edged.edge.caFile) : null),
-      Boolean,
-      10_000,
-      "the local CA's root certificate",
-    )) as Buffer;
+    const ca = await edgeRootCa(edged);
     const get = (
       servername: string,
       path: string,

@@ -3,10 +3,12 @@
 // from the test stack's Kubo gateway (or from `kuboGateway`, e.g. a recorder), and the API
 // taking the edge's reports.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import type { ApiServer } from '../../api/server.js';
 import { startEdge, type Edge, type EdgeTls } from '../../infra/stack/edge.js';
 import { freePorts } from '../../infra/stack/ports.js';
 import { startTestApi, tempDir } from './stack.js';
+import { eventually } from './worker.js';
 
 export interface EdgedApi {
   /** The first API process (the one taking the edge's reports). */
@@ -80,4 +82,15 @@ export async function startEdgedApi(
       await Promise.all(apis.map((a) => a.close()));
     },
   };
+}
+
+/** The root certificate of an edge started with `tls.mode` internal, once Caddy has written it. */
+export async function edgeRootCa(edged: EdgedApi): Promise<Buffer> {
+  const file = edged.edge.caFile;
+  return (await eventually(
+    async () => (file && fs.existsSync(file) ? fs.readFileSync(file) : null),
+    Boolean,
+    10_000,
+    "the local CA's root certificate",
+  )) as Buffer;
 }
