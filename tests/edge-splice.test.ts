@@ -7,8 +7,13 @@ import fs from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { startKubo } from '../infra/stack/kubo.js';
+import { freePorts } from '../infra/stack/ports.js';
 import { edgeRootCa, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
+import { recordingRelay } from './support/kubo-relay.js';
 import { createUser, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -145,5 +150,37 @@ test('over TLS, HTTP/1.1 and HTTP/2, the relay copies the same bytes (TLS encryp
     }
   } finally {
     await secure.close();
+  }
+}, 60_000);
+
+test('with several Kubo gateways, the relay asks each in turn once: a peer without the content answers 404 and the next serves it', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-splice-kubo2-'));
+  const [api, gateway, swarm] = (await freePorts(3)) as [number, number, number];
+  const empty = await startKubo({
+    dataDir: path.join(dir, 'kubo'),
+    logDir: path.join(dir, 'logs'),
+    ports: { api, gateway, swarm },
+    name: 'kubo-2',
+  });
+  const lacking = await recordingRelay(empty.gatewayUrl);
+  const peers = await startEdgedApi(
+    { TEMPORAL_TASK_QUEUE: testTaskQueue() },
+    { kuboGateways: [lacking.url, process.env.STUPA_TEST_KUBO_GATEWAY_URL!] },
+  );
+  try {
+    const owner = await createUser(peers.api, 'karma');
+    const ownerSlug = (await peers.api.deps.db.users.get(owner.userId))!.gatewaySlug!;
+    const form = new FormData();
+    form.append('file', new Blob([body.subarray(0, 1024 * 1024)]), 'peers.bin');
+    const made = await fetch(`${peers.api.url}/upload/new`, { method: 'POST', headers: { 'X-Api-Key': owner.apiKey }, body: form });
+    const { cid: peersCid } = (await made.json()) as { cid: string };
+    const res = await hostRequest(peers.ports.gateway, `${ownerSlug}.localhost:${peers.ports.gateway}`, `/ipfs/${peersCid}`);
+    expect([res.status, sha(res.body)]).toEqual([200, sha(body.subarray(0, 1024 * 1024))]);
+    // Asked once, by the relay (Caddy's proxy, had the read fallen to it, would have asked again).
+    expect(lacking.seen.filter((s) => s.url.startsWith(`/ipfs/${peersCid}`)).length).toBe(1);
+  } finally {
+    await peers.close();
+    await lacking.close();
+    await empty.stop();
   }
 }, 60_000);

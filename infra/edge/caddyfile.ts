@@ -185,12 +185,12 @@ function kuboProxy(gateways: string[], surface: Surface): string[] {
   return block(`reverse_proxy ${here}`, lines);
 }
 
-/** Kubo's answer to an allowed read: a 200 or 206 of known length from the first gateway,
- * relayed with splice (caddy/splice.go) under the proxy's rules for fields; anything else from
- * kuboProxy, which asks again. */
+/** Kubo's answer to an allowed read: a 200 or 206 of known length from the first gateway that
+ * does not answer 404, relayed with splice (caddy/splice.go) under the proxy's rules for fields;
+ * anything else from kuboProxy, which asks again. */
 function kuboRelay(gateways: string[], surface: Surface): string[] {
   return [
-    ...block(`stupa_splice ${gateways[0]}`, [
+    ...block(`stupa_splice ${gateways.join(' ')}`, [
       `drop_up ${notForKubo(surface).join(' ')}`,
       `drop_down ${notFromKubo(surface).join(' ')}`,
       ...(surface === 'gateway' ? [`prefix_header ${EDGE_HEADERS.prefix}`] : []),

@@ -1,6 +1,7 @@
 // An API behind a real edge (Caddy, infra/stack/edge.ts) for tests: the API's processes on
 // their own ephemeral ports, the edge on free public ports in front of them, reading content
-// from the test stack's Kubo gateway (or from `kuboGateway`, e.g. a recorder), and the API
+// from the test stack's Kubo gateway (or from `kuboGateway`, e.g. a recorder, or from each of
+// `kuboGateways` in turn), and the API
 // taking the edge's reports.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -27,7 +28,7 @@ export interface EdgedApi {
 
 export async function startEdgedApi(
   env: Record<string, string | undefined> = {},
-  options: { apis?: number; kuboGateway?: string; tls?: Omit<EdgeTls, 'mode'> & { mode: 'internal' } } = {},
+  options: { apis?: number; kuboGateway?: string; kuboGateways?: string[]; tls?: Omit<EdgeTls, 'mode'> & { mode: 'internal' } } = {},
 ): Promise<EdgedApi> {
   const [apiPort, gatewayPort, s3Port, reportPort, purgePort] = await freePorts(5);
   const ports = { api: apiPort!, gateway: gatewayPort!, s3: s3Port! };
@@ -58,7 +59,7 @@ export async function startEdgedApi(
     host: '127.0.0.1',
     ports: { ...ports, purge: purgePort! },
     apis: apis.map((a) => ({ api: hostPort(a.url), gateway: hostPort(a.gatewayUrl), s3: hostPort(a.s3Url) })),
-    kuboGateways: [hostPort(options.kuboGateway ?? process.env.STUPA_TEST_KUBO_GATEWAY_URL!)],
+    kuboGateways: (options.kuboGateways ?? [options.kuboGateway ?? process.env.STUPA_TEST_KUBO_GATEWAY_URL!]).map(hostPort),
     secret,
     reports: `127.0.0.1:${reportPort}`,
     ...(options.tls ? { tls: options.tls } : {}),

@@ -9,10 +9,11 @@
 // *io.LimitedReader over Kubo's *net.TCPConn: Go's net/http passes that to the reader's TCP
 // connection's ReadFrom, which moves the bytes with splice(2), kernel to kernel.
 //
-// What this handler answers itself: a GET whose answer from Kubo is a 200 or 206 with a length.
-// Everything else (Kubo unreachable or failing, a 404 that the next peer may hold, a redirect,
-// an answer without a length such as a CAR or a directory listing, a 304) passes to the next
-// handler, the reverse_proxy with every rule for those, which asks again. Over TLS or HTTP/2
+// What this handler answers itself: a GET whose answer from a Kubo gateway is a 200 or 206 with
+// a length. The gateways are asked in order, the next when one answers 404 (with Gateway.NoFetch,
+// a peer that does not hold the content). Everything else (a gateway unreachable or failing, 404
+// from every one, a redirect, an answer without a length such as a CAR or a directory listing, a
+// 304) passes to the next handler, the reverse_proxy with every rule for those, which asks again. Over TLS or HTTP/2
 // net/http copies instead of splicing, as the proxy did.
 //
 // Why not HAProxy, which splices (splice-auto): it has no access-decision hook without a Lua
@@ -63,8 +64,8 @@ var ipfsPrefix = regexp.MustCompile(`^/ipfs/[^/?]+`)
 
 // Splice relays Kubo's answer to a GET as described above.
 type Splice struct {
-	// Kubo's gateway, host:port.
-	To string `json:"to"`
+	// Kubo's gateways, host:port, in the order they are asked.
+	To []string `json:"to"`
 	// Request fields Kubo is never given, and answer fields the reader never gets; a name
 	// ending in * is a prefix.
 	DropUp   []string `json:"drop_up,omitempty"`
@@ -72,7 +73,7 @@ type Splice struct {
 	// The request field whose value replaces /ipfs/<cid> in the answer's X-Ipfs-Path.
 	PrefixHeader string `json:"prefix_header,omitempty"`
 
-	pool   *kuboConns
+	pools  []*kuboConns
 	logger *zap.Logger
 }
 
@@ -81,16 +82,20 @@ func (Splice) CaddyModule() caddy.ModuleInfo {
 }
 
 func (s *Splice) Provision(ctx caddy.Context) error {
-	if s.To == "" {
-		return fmt.Errorf("stupa_splice needs `to`")
+	if len(s.To) == 0 {
+		return fmt.Errorf("stupa_splice needs Kubo's gateways")
 	}
-	s.pool = &kuboConns{addr: s.To}
+	for _, to := range s.To {
+		s.pools = append(s.pools, &kuboConns{addr: to})
+	}
 	s.logger = ctx.Logger()
 	return nil
 }
 
 func (s *Splice) Cleanup() error {
-	s.pool.closeAll()
+	for _, p := range s.pools {
+		p.closeAll()
+	}
 	return nil
 }
 
@@ -98,12 +103,23 @@ func (s *Splice) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	if r.Method != http.MethodGet || r.ContentLength != 0 {
 		return next.ServeHTTP(w, r)
 	}
-	c, resp, err := s.ask(r)
-	if err != nil {
-		if c := s.logger.Check(zap.DebugLevel, "kubo not asked directly"); c != nil {
-			c.Write(zap.Error(err))
+	var c *kuboConn
+	var resp *http.Response
+	var pool *kuboConns
+	for i, p := range s.pools {
+		var err error
+		c, resp, err = p.ask(r, s)
+		if err != nil {
+			if c := s.logger.Check(zap.DebugLevel, "kubo not asked directly"); c != nil {
+				c.Write(zap.String("gateway", p.addr), zap.Error(err))
+			}
+			return next.ServeHTTP(w, r)
 		}
-		return next.ServeHTTP(w, r)
+		if resp.StatusCode != http.StatusNotFound || i == len(s.pools)-1 {
+			pool = p
+			break
+		}
+		c.close()
 	}
 	if (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent) || resp.ContentLength < 0 || len(resp.TransferEncoding) > 0 {
 		c.close()
@@ -132,7 +148,7 @@ func (s *Splice) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	copied, err := io.Copy(w, &io.LimitedReader{R: c.conn, N: remaining})
 	// Kept only when the answer ended where it said and nothing followed it.
 	if stop() && err == nil && copied == remaining && !resp.Close && c.br.Buffered() == 0 {
-		s.pool.put(c)
+		pool.put(c)
 		return nil
 	}
 	c.close()
@@ -148,17 +164,17 @@ func (s *Splice) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 
 // ask sends r to Kubo on a kept connection (a second time on a new one when a kept connection
 // turns out closed: a GET may be asked again) and reads the answer's head.
-func (s *Splice) ask(r *http.Request) (*kuboConn, *http.Response, error) {
+func (p *kuboConns) ask(r *http.Request, s *Splice) (*kuboConn, *http.Response, error) {
 	for attempt := 0; ; attempt++ {
-		c, reused := s.pool.get()
+		c, reused := p.get()
 		if c == nil {
-			conn, err := (&net.Dialer{Timeout: spliceDialTimeout}).DialContext(r.Context(), "tcp", s.To)
+			conn, err := (&net.Dialer{Timeout: spliceDialTimeout}).DialContext(r.Context(), "tcp", p.addr)
 			if err != nil {
 				return nil, nil, err
 			}
 			c = &kuboConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10)}
 		}
-		resp, err := c.roundTrip(r, s)
+		resp, err := c.roundTrip(r, p.addr, s)
 		if err == nil {
 			return c, resp, nil
 		}
@@ -169,11 +185,11 @@ func (s *Splice) ask(r *http.Request) (*kuboConn, *http.Response, error) {
 	}
 }
 
-func (c *kuboConn) roundTrip(r *http.Request, s *Splice) (*http.Response, error) {
+func (c *kuboConn) roundTrip(r *http.Request, host string, s *Splice) (*http.Response, error) {
 	stop := context.AfterFunc(r.Context(), func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	bw := bufio.NewWriterSize(c.conn, 4<<10)
-	fmt.Fprintf(bw, "GET %s HTTP/1.1\r\nHost: %s\r\n", r.URL.RequestURI(), s.To)
+	fmt.Fprintf(bw, "GET %s HTTP/1.1\r\nHost: %s\r\n", r.URL.RequestURI(), host)
 	for name, values := range r.Header {
 		if name == "Host" || name == "Content-Length" || name == "Expect" || matches(hopByHop, name) || matches(s.DropUp, name) {
 			continue
@@ -289,9 +305,7 @@ func (p *kuboConns) closeAll() {
 
 func (s *Splice) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next()
-	if d.NextArg() {
-		s.To = d.Val()
-	}
+	s.To = d.RemainingArgs()
 	for d.NextBlock(0) {
 		option := d.Val()
 		args := d.RemainingArgs()
@@ -309,8 +323,8 @@ func (s *Splice) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			return d.Errf("unknown option %s", option)
 		}
 	}
-	if s.To == "" {
-		return errors.New("stupa_splice needs Kubo's gateway as its argument")
+	if len(s.To) == 0 {
+		return errors.New("stupa_splice needs Kubo's gateways as its arguments")
 	}
 	return nil
 }
