@@ -170,6 +170,25 @@ test('part rules: EntityTooSmall at completion, InvalidPart, InvalidPartOrder; L
   expect(await t.api.deps.db.multipart.parts.countDocuments({ uploadId: UploadId }).exec()).toBe(0);
 });
 
+test('a part number listed twice in a row is the part as last uploaded (a part sent again while its first send ran); apart it is InvalidPartOrder', async () => {
+  const [first, second, tail] = [crypto.randomBytes(5 * MiB), crypto.randomBytes(5 * MiB), crypto.randomBytes(1000)];
+  const { UploadId, listed } = await uploadParts('resent.bin', [first, tail]);
+  const again = await t.s3.send(new UploadPartCommand({ Bucket: t.bucket, Key: 'resent.bin', UploadId, PartNumber: 1, Body: second }));
+  const complete = (Parts: typeof listed) =>
+    t.s3.send(new CompleteMultipartUploadCommand({ Bucket: t.bucket, Key: 'resent.bin', UploadId, MultipartUpload: { Parts } }));
+  const resent = { PartNumber: 1, ETag: again.ETag };
+  expect(await s3Failure(complete([resent, listed[1]!, resent]))).toMatchObject({ code: 'InvalidPartOrder', status: 400 });
+  // The last entry names the part: the first send's ETag listed after the second's is InvalidPart.
+  expect(await s3Failure(complete([resent, listed[0]!, listed[1]!]))).toMatchObject({ code: 'InvalidPart', status: 400 });
+  const done = await complete([listed[0]!, resent, listed[1]!]);
+  expect(done.ETag).toBe(s3Etag([second, tail]));
+  const read = await t.s3.send(new GetObjectCommand({ Bucket: t.bucket, Key: 'resent.bin' }));
+  expect(Buffer.from(await read.Body!.transformToByteArray()).equals(Buffer.concat([second, tail]))).toBe(true);
+  expect(read.Metadata?.cid).toBe(await wholeCid([second, tail]));
+  // A retry lists the same parts and gets the same answer.
+  expect((await complete([listed[0]!, resent, listed[1]!])).ETag).toBe(done.ETag);
+}, 120_000);
+
 test('UploadPartCopy: parts made of ranges of objects; the copy has the CID of the same bytes; ranges, conditions and owners checked', async () => {
   const source = crypto.randomBytes(6 * MiB + 1000);
   await t.s3.send(new PutObjectCommand({ Bucket: t.bucket, Key: 'copy/source.bin', Body: source }));
