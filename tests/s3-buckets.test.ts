@@ -9,14 +9,17 @@ import {
   DeleteBucketCommand,
   DeleteObjectCommand,
   GetBucketLocationCommand,
+  GetObjectAclCommand,
   GetObjectLockConfigurationCommand,
   GetObjectRetentionCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  HeadObjectCommand,
   ListBucketsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   PutObjectLegalHoldCommand,
+  PutObjectAclCommand,
   PutObjectLockConfigurationCommand,
 } from '@aws-sdk/client-s3';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';
@@ -190,6 +193,63 @@ test('virtual-host style: <bucket>.<S3_DOMAIN> names the bucket', async () => {
   expect(await text(await s3.send(new GetObjectCommand({ Bucket: name, Key: 'by/host.txt' })))).toBe('virtual host');
   expect((await vhost.send(new ListObjectsV2Command({ Bucket: name }))).Contents!.map((o) => o.Key)).toEqual(['by/host.txt']);
   vhost.destroy();
+});
+
+describe('ACLs', () => {
+  // Objects here are private: an ACL that grants anyone but the owner is refused in every form,
+  // never accepted and ignored (s3cmd's `setacl --acl-public` was told 200 while nothing changed).
+  test('only the owner’s grants are taken: canned ACLs, grant headers and policy documents granting more are AccessControlListNotSupported', async () => {
+    const name = await newBucket(s3, 'acl');
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'a.txt', Body: 'a' }));
+    const acl = await s3.send(new GetObjectAclCommand({ Bucket: name, Key: 'a.txt' }));
+    const ownerId = acl.Owner!.ID!;
+    expect(acl.Grants).toEqual([{ Grantee: expect.objectContaining({ ID: ownerId, Type: 'CanonicalUser' }), Permission: 'FULL_CONTROL' }]);
+    const refused = { code: 'AccessControlListNotSupported', status: 400 };
+    const policy = (grants: object[]) => ({ Owner: acl.Owner, Grants: grants });
+    const ownerGrant = { Grantee: { Type: 'CanonicalUser' as const, ID: ownerId }, Permission: 'FULL_CONTROL' as const };
+    const allUsers = {
+      Grantee: { Type: 'Group' as const, URI: 'http://acs.amazonaws.com/groups/global/AllUsers' },
+      Permission: 'READ' as const,
+    };
+    // The policy GetObjectAcl shows, sent back, is taken; one granting AllUsers or another user is refused.
+    await s3.send(new PutObjectAclCommand({ Bucket: name, Key: 'a.txt', AccessControlPolicy: policy([ownerGrant]) }));
+    expect(
+      await s3Failure(
+        s3.send(new PutObjectAclCommand({ Bucket: name, Key: 'a.txt', AccessControlPolicy: policy([ownerGrant, allUsers]) })),
+      ),
+    ).toMatchObject(refused);
+    const stranger = { Grantee: { Type: 'CanonicalUser' as const, ID: 'usr_someoneElse00000' }, Permission: 'READ' as const };
+    expect(
+      await s3Failure(s3.send(new PutObjectAclCommand({ Bucket: name, Key: 'a.txt', AccessControlPolicy: policy([stranger]) }))),
+    ).toMatchObject(refused);
+    expect(await s3Failure(s3.send(new PutObjectAclCommand({ Bucket: name, Key: 'a.txt', ACL: 'public-read' })))).toMatchObject(refused);
+    expect(
+      await s3Failure(
+        s3.send(
+          new PutObjectAclCommand({ Bucket: name, Key: 'a.txt', GrantRead: 'uri="http://acs.amazonaws.com/groups/global/AllUsers"' }),
+        ),
+      ),
+    ).toMatchObject(refused);
+    expect((await s3.send(new GetObjectAclCommand({ Bucket: name, Key: 'a.txt' }))).Grants).toHaveLength(1);
+    expect((await fetch(`${api.s3Url}/${name}/a.txt`)).status).toBe(403);
+    // Grant headers on a PutObject: the owner alone is taken, anyone else refuses the write.
+    await s3.send(new PutObjectCommand({ Bucket: name, Key: 'mine.txt', Body: 'm', GrantFullControl: `id="${ownerId}"` }));
+    expect(
+      await s3Failure(
+        s3.send(
+          new PutObjectCommand({ Bucket: name, Key: 'shared.txt', Body: 's', GrantRead: `id="${ownerId}", id="usr_someoneElse00000"` }),
+        ),
+      ),
+    ).toMatchObject(refused);
+    expect(await s3Failure(s3.send(new HeadObjectCommand({ Bucket: name, Key: 'shared.txt' })))).toMatchObject({ status: 404 });
+    // A bucket asked for public-read is not made private instead (S3's code with ACLs disabled).
+    const publicName = bucketName('acl-public');
+    expect(await s3Failure(s3.send(new CreateBucketCommand({ Bucket: publicName, ACL: 'public-read' })))).toMatchObject({
+      code: 'InvalidBucketAclWithObjectOwnership',
+      status: 400,
+    });
+    expect(await s3Failure(s3.send(new HeadBucketCommand({ Bucket: publicName })))).toMatchObject({ status: 404 });
+  });
 });
 
 describe('credentials', () => {

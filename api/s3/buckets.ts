@@ -36,6 +36,8 @@ export async function listAllBuckets(ctx: S3Context): Promise<void> {
 export async function putBucket(ctx: S3Context, bucket: string): Promise<void> {
   // A CreateBucketConfiguration (a location constraint) may come; any region is this one.
   await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  // S3's code since buckets are made with ACLs disabled (BucketOwnerEnforced) by default.
+  assertPrivateAcl(ctx, 'InvalidBucketAclWithObjectOwnership');
   // Object Lock needs versions, which buckets here do not keep: a bucket asked for with it is
   // refused rather than made without it.
   if (String(ctx.req.headers['x-amz-bucket-object-lock-enabled']).toLowerCase() === 'true') {
@@ -114,19 +116,66 @@ export async function getAcl(ctx: S3Context, bucket: string): Promise<void> {
   });
 }
 
-/** `private` (the only ACL there is) is accepted; anything granting more is refused. */
+/**
+ * `private` (the only ACL there is) is accepted; anything granting more is refused, whether a
+ * canned ACL, grant headers or an AccessControlPolicy document (s3cmd's `setacl --acl-public`
+ * sends one granting AllUsers READ: answered 200 and ignored, it told the client the object was
+ * public while it stayed private).
+ */
 export async function putAcl(ctx: S3Context, bucket: string): Promise<void> {
   await ownBucket(ctx.deps, ctx.caller, bucket);
-  await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
+  const body = await readSmallBody(ctx.req, ctx.auth, 64 * 1024);
   assertPrivateAcl(ctx);
+  if (body.length > 0) assertOwnerOnlyPolicy(ctx, body);
   sendEmpty(ctx, 200);
 }
 
-/** The request's canned ACL (a header, or a presigned URL's parameter) is `private` or none. */
-export function assertPrivateAcl(ctx: S3Context): void {
-  const acl = ctx.req.headers['x-amz-acl'] ?? ctx.auth.hoisted['x-amz-acl'];
+/** The grant headers S3 takes beside a canned ACL (each a list of grantees). */
+const GRANT_HEADERS = [
+  'x-amz-grant-read',
+  'x-amz-grant-write',
+  'x-amz-grant-read-acp',
+  'x-amz-grant-write-acp',
+  'x-amz-grant-full-control',
+];
+
+/**
+ * The request's canned ACL (a header, or a presigned URL's parameter) is `private` or none, and
+ * its grant headers name the owner alone (`id="<the owner's ID>"`).
+ */
+export function assertPrivateAcl(
+  ctx: S3Context,
+  code: 'AccessControlListNotSupported' | 'InvalidBucketAclWithObjectOwnership' = 'AccessControlListNotSupported',
+): void {
+  const field = (name: string) => ctx.req.headers[name] ?? ctx.auth.hoisted[name];
+  const acl = field('x-amz-acl');
   if (acl !== undefined && acl !== 'private' && acl !== 'bucket-owner-full-control') {
-    throw new S3Error('AccessControlListNotSupported', `objects here are private; the ACL ${String(acl)} cannot be set`);
+    throw new S3Error(code, `objects here are private; the ACL ${String(acl)} cannot be set`);
+  }
+  for (const name of GRANT_HEADERS) {
+    const value = field(name);
+    if (value === undefined) continue;
+    const grantees = String(value)
+      .split(',')
+      .map((g) => g.trim());
+    if (!grantees.every((g) => /^id\s*=\s*"?([^"]*)"?$/i.exec(g)?.[1] === ctx.caller.user._id)) {
+      throw new S3Error(code, `objects here are private; ${name} may name the owner alone`);
+    }
+  }
+}
+
+/** An AccessControlPolicy document whose grants all go to the owner (its FULL_CONTROL, as GetObjectAcl shows). */
+function assertOwnerOnlyPolicy(ctx: S3Context, body: Buffer): void {
+  const doc = parseXml(body, ['AccessControlPolicy.AccessControlList.Grant']);
+  const policy = doc.AccessControlPolicy as { AccessControlList?: { Grant?: { Grantee?: Record<string, unknown> }[] } | '' } | undefined;
+  if (!policy || typeof policy !== 'object') throw new S3Error('MalformedACLError');
+  const grants = (typeof policy.AccessControlList === 'object' ? policy.AccessControlList.Grant : undefined) ?? [];
+  for (const grant of grants) {
+    const grantee = grant?.Grantee;
+    if (!grantee || typeof grantee !== 'object') throw new S3Error('MalformedACLError');
+    if (grantee.ID !== ctx.caller.user._id) {
+      throw new S3Error('AccessControlListNotSupported', 'objects here are private; an ACL may grant to the owner alone');
+    }
   }
 }
 

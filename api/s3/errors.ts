@@ -35,6 +35,7 @@ const CODES = {
   InvalidURI: [400, 'Couldn’t parse the specified URI.'],
   InvalidArgument: [400, 'Invalid Argument'],
   MalformedXML: [400, 'The XML you provided was not well-formed or did not validate against our published schema.'],
+  MalformedACLError: [400, 'The XML you provided was not well-formed or did not validate against our published schema.'],
   EntityTooLarge: [400, 'Your proposed upload exceeds the maximum allowed object size.'],
   EntityTooSmall: [400, 'Your proposed upload is smaller than the minimum allowed object size.'],
   InvalidBucketName: [400, 'The specified bucket is not valid.'],
@@ -42,6 +43,7 @@ const CODES = {
   MetadataTooLarge: [400, 'Your metadata headers exceed the maximum allowed metadata size.'],
   TooManyBuckets: [400, 'You have attempted to create more buckets than allowed.'],
   AccessControlListNotSupported: [400, 'The bucket does not allow ACLs.'],
+  InvalidBucketAclWithObjectOwnership: [400, "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting"],
   MissingRequestBodyError: [400, 'Request Body is empty.'],
   RequestTimeout: [400, 'Your socket connection to the server was not read from or written to within the timeout period.'],
   InvalidPart: [
