@@ -2,14 +2,16 @@ import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
-// The layers' import boundaries (README, "Architecture"). An allow-list is a regex that
+// The layers' import boundaries (docs/architecture/README.md). An allow-list is a regex that
 // matches every import except the allowed ones (gitignore-style `!` patterns cannot re-allow
-// below a forbidden `*`). tests/boundaries.test.ts shows each rule failing across its boundary.
+// below a forbidden `*`). tests/unit/boundaries.test.ts shows each rule failing across its boundary.
 const NODE_BUILTINS = ['node:*', 'fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'child_process', 'stream'];
 const DEV_TOOLING = {
   group: ['**/stack/*', '**/scripts/**'],
   message: 'production code never imports the local stack or scripts (development tooling)',
 };
+
+const UP_FROM_INFRA = ['**/api/**', '**/core/**', '**/edge/**', '**/workflows/**', '**/activities/**', '**/workers/**'];
 
 export const boundaries = [
   {
@@ -41,17 +43,34 @@ export const boundaries = [
     },
   },
   {
-    // infra/ is the bottom layer: adapters and contracts. It never reaches up.
+    // infra/ is the bottom layer: adapters (database, IPFS, Temporal's client) and contracts.
+    // It never reaches up.
     files: ['infra/**/*.ts'],
-    ignores: ['infra/temporal/contracts/**', 'infra/stack/**'],
+    ignores: ['infra/temporal/contracts/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: UP_FROM_INFRA, message: 'infra/ imports no api/, core/, edge/, workflows/, activities/ or workers/' },
+            DEV_TOOLING,
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // edge/ is the edge's side (its Caddyfile, the protocol the API and the edge share): beside
+    // infra/, below the use-cases; it knows no surface and no use-case.
+    files: ['edge/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['**/api/**', '**/workflows/**', '**/activities/**', '**/workers/**'],
-              message: 'infra/ imports no api/, workflows/, activities/ or workers/',
+              group: ['**/api/**', '**/core/**', '**/workflows/**', '**/activities/**', '**/workers/**'],
+              message: 'edge/ imports only infra/',
             },
             DEV_TOOLING,
           ],
@@ -60,16 +79,17 @@ export const boundaries = [
     },
   },
   {
-    // Use-cases know no transport: no HTTP framework, no surface.
-    files: ['api/usecases/**/*.ts'],
+    // core/ holds the use-cases and the rules the API and the worker share. It knows no
+    // transport and no surface, and no workflow code: both sides call it, it calls neither.
+    files: ['core/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: ['express', 'busboy', 'pino-http', '../rest/*', '../cli/*', '**/workflows/**', '**/activities/**', '**/workers/**'],
-              message: 'use-cases know no transport and no workflow code',
+              group: ['express', 'busboy', 'pino-http', '**/api/**', '**/workflows/**', '**/activities/**', '**/workers/**'],
+              message: 'core/ knows no transport, no surface and no workflow code',
             },
             DEV_TOOLING,
           ],
@@ -78,9 +98,31 @@ export const boundaries = [
     },
   },
   {
-    files: ['api/**/*.ts', 'activities/**/*.ts', 'workers/**/*.ts'],
-    ignores: ['api/usecases/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [DEV_TOOLING] }] },
+    // The worker's side never imports a surface: what both sides need is in core/.
+    files: ['activities/**/*.ts', 'workers/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/api/**'], message: 'the worker imports no api/: shared rules live in core/' }, DEV_TOOLING] },
+      ],
+    },
+  },
+  {
+    files: ['api/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/workflows/**', '**/activities/**', '**/workers/**'],
+              message: 'surfaces start workflows through core/ and infra/temporal',
+            },
+            DEV_TOOLING,
+          ],
+        },
+      ],
+    },
   },
 ];
 

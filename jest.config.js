@@ -1,5 +1,5 @@
 // jest runs the TypeScript sources as ESM (kubo-rpc-client and its dependencies are
-// import-only). `npm test` runs it through infra/stack/run-tests.ts, which starts the
+// import-only). `npm test` runs it through stack/run-tests.ts, which starts the
 // isolated stack first and passes its endpoints in STUPA_TEST_* variables.
 /** @type {import('jest').Config} */
 export default {

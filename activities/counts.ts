@@ -9,7 +9,7 @@
 // (usage.recount, exact beside the user's traffic), a folder's count is set to its files unless
 // it moved meanwhile. Each change is checked once, with the round's others: four reads by index
 // per COUNT_CHECK_PAGE changes. A change marked `recount` (a request that could not tell whether
-// its write of the user's storage counter was applied: api/usecases/content.ts) has its user
+// its write of the user's storage counter was applied: core/content.ts) has its user
 // recounted, since a reservation that leaked shows in no holding; so has a change whose process
 // (`by`) was not seen alive once the change had settled (killed between an upload's reservation
 // and its record, say: infra/db/processes.ts).

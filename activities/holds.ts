@@ -1,12 +1,12 @@
 // Activities that make IPFS Cluster match the holds in MongoDB (infra/db/holds.ts).
 //
 // This is the one place that argues why the holds machinery is race-free; the sync workflow
-// (workflows/holds.ts), the pin workflow, infra/hold-sync.ts and the README point here. Every
-// API process and worker pins and unpins inline (infra/hold-sync.ts), the sync workflow and the
+// (workflows/holds.ts), the pin workflow, core/hold-sync.ts and docs/architecture/holds-and-pins.md point here. Every
+// API process and worker pins and unpins inline (core/hold-sync.ts), the sync workflow and the
 // pin workflow pin too, and holds come and go at any time. Three rules:
 // 1. Every pin or unpin is followed by a read of the holds, made once Cluster has answered, that
 //    agrees with it: a pin by a read that finds a holder, an unpin by one that finds none.
-//    Until one agrees, the round goes on (infra/hold-sync.ts `syncHolds`, `unpinIfUnheld`).
+//    Until one agrees, the round goes on (core/hold-sync.ts `syncHolds`, `unpinIfUnheld`).
 // 2. Every record's insert is followed by a pin that starts after it, and every removal (delete,
 //    `failed`) by a round that starts after it. A removal's round may do nothing when another
 //    record holds the content; an IPNS name's insert may, when a record of another kind does.
@@ -27,7 +27,7 @@
 // None of this names a kind of holder: a new kind registers itself in infra/db/index.ts and
 // announces its changes with `announceHoldChange`.
 import pLimit from 'p-limit';
-import { tryParseCid } from '../infra/cid.js';
+import { tryParseCid } from '../infra/ipfs/cid.js';
 import {
   COUNT_CHECK_AFTER_MS,
   HOLD_CHANGE_PAGE,
@@ -36,7 +36,7 @@ import {
   HOLD_CHANGE_SETTLE_MS,
   PROCESS_FORGET_AFTER_MS,
 } from '../infra/constants.js';
-import { createClusterPinner, PIN_METADATA, syncHolds, unpinIfUnheld, type SyncDeps } from '../infra/hold-sync.js';
+import { createClusterPinner, PIN_METADATA, syncHolds, unpinIfUnheld, type SyncDeps } from '../core/hold-sync.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { SweepHolds } from '../infra/temporal/contracts/sweep.js';
 import { createCountCheck } from './counts.js';
@@ -103,7 +103,7 @@ export function createHoldActivities(deps: ActivityDeps) {
     /**
      * The sweep's round, incremental: checks only the content whose holds changed since the
      * last round, as the change log has it (infra/db/hold-changes.ts; every change is logged
-     * before its signal, infra/hold-sync.ts), and the counters those changes moved
+     * before its signal, core/hold-sync.ts), and the counters those changes moved
      * (activities/counts.ts), and asks the sync workflow of each one whose
      * Cluster pin does not match its holds to run. It repairs what a lost signal (Temporal
      * down right after a hold changed) would leave behind, in work proportional to the

@@ -1,9 +1,9 @@
 // The activity of an IPNS name's job (workflows/ipns.ts): republish the current record, signed
-// again with the same sequence and a new validity. Publishes are the API's (api/usecases/ipns.ts).
+// again with the same sequence and a new validity. Publishes are the API's (core/ipns.ts).
 import { IPNS_STORE_TIMEOUT_MS } from '../infra/constants.js';
 import type { IpnsNameRecord } from '../infra/db/ipns-names.js';
-import { storeIpnsRecord } from '../infra/ipns.js';
-import { recordEvent } from '../infra/webhooks/events.js';
+import { storeIpnsRecord } from '../infra/ipfs/ipns.js';
+import { recordEvent } from '../core/webhook-events.js';
 import type { ActivityDeps } from './deps.js';
 
 export function createIpnsActivities(deps: ActivityDeps) {
@@ -33,7 +33,7 @@ export function createIpnsActivities(deps: ActivityDeps) {
           );
         await store(name, false);
         // A publish that moved the name on meanwhile may have stored its record in Kubo at the
-        // same moment as this lower one, which can then land last (infra/ipns.ts): its record
+        // same moment as this lower one, which can then land last (infra/ipfs/ipns.ts): its record
         // is stored again, read back until Kubo holds it. Read after the put has landed, so a
         // publish this misses stored its record after it.
         const now = await db.ipnsNames.get(input.ipnsName);

@@ -1,8 +1,8 @@
 // The S3 multipart completion's steps (workflows/multipart.ts) and the cleanup of abandoned
-// uploads: the same use-cases the S3 surface calls (api/usecases/s3/multipart.ts), run by the
+// uploads: the same use-cases the S3 surface calls (core/s3/multipart.ts), run by the
 // worker with its own components.
-import { assembleUpload, cleanAbandonedUploads, commitUpload, dropCompletedParts } from '../api/usecases/s3/multipart.js';
-import type { AssembledFile } from '../infra/unixfs-file.js';
+import { assembleUpload, cleanAbandonedUploads, commitUpload, dropCompletedParts } from '../core/s3/multipart.js';
+import type { AssembledFile } from '../infra/ipfs/unixfs-file.js';
 import type { ActivityDeps } from './deps.js';
 import { heartbeating } from './heartbeat.js';
 

@@ -1,14 +1,14 @@
 // Activities of the pin workflow: status bookkeeping in MongoDB, asking Cluster to pin, and
 // waiting for Cluster to report the content pinned while the origins are dialled. The steps
 // themselves are shared with the API, which pins content Kubo already has inline
-// (infra/pin-steps.ts).
+// (core/pin-steps.ts).
 import { Context } from '@temporalio/activity';
 import { ORIGIN_REDIAL_MAX_MS, ORIGIN_REDIAL_MIN_MS, PIN_POLL_MS, PIN_STALLED_MS, QUICK_PIN_WAIT_MS } from '../infra/constants.js';
 import { pinJobInput } from '../infra/db/pins.js';
-import { announceHoldChange } from '../infra/hold-sync.js';
-import { createPinSteps, type PinContent, type PinRef } from '../infra/pin-steps.js';
+import { announceHoldChange } from '../core/hold-sync.js';
+import { createPinSteps, type PinContent, type PinRef } from '../core/pin-steps.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
-import { pinEvent, recordEvent } from '../infra/webhooks/events.js';
+import { pinEvent, recordEvent } from '../core/webhook-events.js';
 import type { ActivityDeps } from './deps.js';
 
 export type PinOutcome =

@@ -1,7 +1,7 @@
 // Activities of the snapshot workflow: lay a folder's tree out as a UnixFS directory, record
 // the snapshot (its hold), and wait for Cluster to pin it.
 //
-// The directory blocks are built here from the files' existing CIDs (infra/unixfs.ts, the
+// The directory blocks are built here from the files' existing CIDs (infra/ipfs/unixfs.ts, the
 // layout of `ipfs add -r` with the unixfs-v1-2025 profile) and stored in Kubo with one CAR
 // import, so no file byte is read and Kubo is called once, not once per file. (Kubo's MFS
 // could build the same directory, at one RPC per file: 25 s for 10,000 files, where `ipfs
@@ -13,12 +13,12 @@ import * as raw from 'multiformats/codecs/raw';
 import pLimit from 'p-limit';
 import { listTree } from '../infra/db/folder-tree.js';
 import { snapshotKey } from '../infra/db/snapshots.js';
-import { parseCid, storedCid } from '../infra/cid.js';
+import { parseCid, storedCid } from '../infra/ipfs/cid.js';
 import { PIN_POLL_MS, SNAPSHOT_ROOT_READS } from '../infra/constants.js';
-import { announceHoldChange, pinnedPeers } from '../infra/hold-sync.js';
-import { recordEvent } from '../infra/webhooks/events.js';
-import { importCarStream } from '../infra/kubo.js';
-import { buildTree, cumulativeSize, type Block } from '../infra/unixfs.js';
+import { announceHoldChange, pinnedPeers } from '../core/hold-sync.js';
+import { recordEvent } from '../core/webhook-events.js';
+import { importCarStream } from '../infra/ipfs/kubo.js';
+import { buildTree, cumulativeSize, type Block } from '../infra/ipfs/unixfs.js';
 import { LINKED_SIGNAL, snapshotJob, type SnapshotInput, type SnapshotProgress } from '../infra/temporal/contracts/snapshots.js';
 import type { ActivityDeps } from './deps.js';
 

@@ -20,9 +20,9 @@ import {
 import type { AttemptWrite, DeliveryRecord, WebhookRecord } from '../infra/db/webhooks.js';
 import { unseal } from '../infra/secrets.js';
 import type { WebhookRound, WebhookRoundInput } from '../infra/temporal/contracts/webhooks.js';
-import { DISABLED_NOTICE_TYPE, newDelivery } from '../infra/webhooks/events.js';
-import { sendWebhook } from '../infra/webhooks/send.js';
-import { webhookBody } from '../api/webhooks/payload.js';
+import { DISABLED_NOTICE_TYPE, newDelivery } from '../core/webhook-events.js';
+import { sendWebhook } from '../infra/webhook-send.js';
+import { webhookBody } from '../core/webhook-payload.js';
 import type { ActivityDeps } from './deps.js';
 import { heartbeating } from './heartbeat.js';
 

@@ -9,7 +9,7 @@
 // read from its record each time, so an overwritten key is never answered with the old bytes);
 // only the bytes come from here. Behind the edge, the gateway marks such an answer of a CID as
 // one the edge may keep too (X-Stupa-Keep): the edge then answers the same read again itself for
-// a second (infra/edge/caddy/answers.go).
+// a second (edge/caddy/answers.go).
 import type { IncomingHttpHeaders } from 'node:http';
 import { ANSWER_MAX_BYTES, ANSWER_MEMORY_BYTES } from '../infra/constants.js';
 

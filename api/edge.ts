@@ -1,9 +1,9 @@
-// How a surface knows the edge (infra/edge/caddyfile.ts) is asking for a decision: the request
+// How a surface knows the edge (edge/caddyfile.ts) is asking for a decision: the request
 // is for the decision path and carries the edge's secret; the reader's own method, URI and
 // address are in the X-Forwarded-* headers the edge set.
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { EDGE_SECRET_HEADER } from '../infra/edge/protocol.js';
+import { EDGE_SECRET_HEADER } from '../edge/protocol.js';
 
 export interface EdgeRequest {
   method: string;

@@ -3,7 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestListener } from 'node:http';
-import { API_KEEPALIVE_MS } from '../infra/edge/protocol.js';
+import { API_KEEPALIVE_MS } from '../edge/protocol.js';
 
 export interface Listening {
   url: string;

@@ -1,11 +1,11 @@
 // Starts the API process's surfaces, each on its own port (the REST API, the gateway, S3), with the
 // connections they share, and stops them gracefully.
 import type { Config } from '../infra/config.js';
-import { createEdgeAnswers } from '../infra/edge/purge.js';
-import { createClusterClient } from '../infra/cluster.js';
+import { createEdgeAnswers } from '../edge/purge.js';
+import { createClusterClient } from '../infra/ipfs/cluster.js';
 import { openDatabase } from '../infra/db/index.js';
 import { migrateFileIds } from '../infra/db/files-migration.js';
-import { createKubo } from '../infra/kubo.js';
+import { createKubo } from '../infra/ipfs/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal/client.js';
 import { createJobs } from '../infra/temporal/jobs.js';
@@ -13,7 +13,7 @@ import { startGateway } from './gateway/server.js';
 import { startS3 } from './s3/server.js';
 import { listen } from './listen.js';
 import { createApp, type AppDeps } from './rest/app.js';
-import { createContentPeers } from './usecases/peers.js';
+import { createContentPeers } from '../core/peers.js';
 
 export interface ApiServer {
   url: string;

@@ -1,5 +1,5 @@
 // Configuration in one module, read from the environment and validated once at start.
-// Every variable is in the README's table. A bad or missing value stops the process with
+// Every variable is in docs/operations/configuration.md. A bad or missing value stops the process with
 // one message that lists each problem.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,11 +36,11 @@ export interface Config {
    * accounts' gateways (`https://gw.example.com` → `https://<slug>.gw.example.com`); without
    * GATEWAY_PUBLIC_URL, `http://localhost:<port it listens on>`, known once it listens. */
   gateway: { port: number; publicUrl: string | null; domain: string };
-  /** The edge in front of the service (infra/stack/edge.ts): `secret` authenticates its access
+  /** The edge in front of the service (stack/edge.ts): `secret` authenticates its access
    * decisions (`GET /_edge/gateway` on the gateway port answers only requests carrying it);
    * `reportPort`, when set, is where this process takes the edge's access log (bytes served),
    * which it meters. Both null without an edge. `purgeUrls`: every edge's purge listener, told
-   * when an account's access rules change (infra/edge/purge.ts). */
+   * when an account's access rules change (edge/purge.ts). */
   edge: { secret: string | null; reportPort: number | null; purgeUrls: string[] };
   /** GET /image/:cid: derivatives cached in `cacheDir` up to `cacheBytes`; sources up to
    * `maxSourceBytes` and `maxPixels`; `concurrency` transforms at once, `queue` more waiting. */

@@ -13,7 +13,7 @@ export const DEFAULT_PIN_TIMEOUT = '24h';
 export const DEFAULT_IPNS_REPUBLISH_INTERVAL = '4h';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
-/** The ports of `npm start`'s stack are this base plus fixed offsets (infra/stack/stack.ts). */
+/** The ports of `npm start`'s stack are this base plus fixed offsets (stack/stack.ts). */
 export const DEFAULT_STACK_PORT_BASE = 17000;
 
 /** API keys: `stp_` + 32 base62 characters (about 190 bits); `keyPrefix` is the first 12. */
@@ -29,12 +29,12 @@ export const SIGNED_TOKEN_PREFIX = 'sup_';
 export const SIGNED_TOKEN_RANDOM_LENGTH = 32;
 export const SIGNED_TOKEN_PREFIX_LENGTH = 12;
 export const SIGNED_TOKEN_ID_PREFIX = 'sut_';
-/** A signed token's `expiresIn`: default an hour, at most 7 days (decisions.md), in seconds. */
+/** A signed token's `expiresIn`: default an hour, at most 7 days (docs/api/contract.md, "Signed upload tokens"), in seconds. */
 export const SIGNED_TOKEN_DEFAULT_EXPIRES_IN_S = 3600;
 export const SIGNED_TOKEN_MAX_EXPIRES_IN_S = 7 * 24 * 3600;
 /** Bytes read from the start of content to recognise its type (file-type's own need): signed uploads, image sources. */
 export const SNIFF_BYTES = 4100;
-/** Content found held is not checked again for this long (api/usecases/held.ts): the gateway and /image. */
+/** Content found held is not checked again for this long (core/held.ts): the gateway and /image. */
 export const HELD_MEMORY_MS = 1_000;
 
 /** Gateway tokens: `gwt_` + 32 base62 characters; the 12-character prefix names one. */
@@ -48,10 +48,10 @@ export const GATEWAY_TOKENS_MAX = 100;
 export const ANSWER_MAX_BYTES = 64 * 1024;
 export const ANSWER_MEMORY_BYTES = 64 * 1024 * 1024;
 /** How long the edge answers a read again from what the API marked as keepable
- * (infra/edge/caddy/answers.go): as long as the API remembers a hold, so a released hold stops
+ * (edge/caddy/answers.go): as long as the API remembers a hold, so a released hold stops
  * reads within the same bound. Changes of access rules purge the edge's answers at once. */
 export const EDGE_ANSWER_TTL_MS = HELD_MEMORY_MS;
-/** How long the API waits for an edge to forget an account's answers (infra/edge/purge.ts). */
+/** How long the API waits for an edge to forget an account's answers (edge/purge.ts). */
 export const EDGE_PURGE_TIMEOUT_MS = 2_000;
 /** How much of a refused S3 request's body is still read and dropped so the answer reaches a
  * proxy in front, which writes the body before it reads (api/s3/app.ts); past it, the
@@ -88,7 +88,7 @@ export const S3_MAX_OBJECT_BYTES = 5 * 1024 ** 3;
  * close to the aws CLI's 60 s read timeout. */
 export const S3_DELETE_CONCURRENCY = 16;
 /** A bucket's delete mark older than this is a delete that died between marking the bucket and
- * deleting it (two MongoDB operations apart): writes stop waiting for it (api/usecases/s3/buckets.ts). */
+ * deleting it (two MongoDB operations apart): writes stop waiting for it (core/s3/buckets.ts). */
 export const S3_BUCKET_DELETE_MARK_MS = 60_000;
 /** Keys listed per page at most (S3's max-keys). */
 export const S3_MAX_KEYS = 1000;
@@ -103,7 +103,7 @@ export const RATE_WINDOW_MS = 60_000;
 export const AUTH_MEMORY_MS = 1_000;
 
 /** How long an upload may go by the storage counter as last read, when it leaves room
- * (api/usecases/content.ts quickStorageLeft): the reservation decides anyway. */
+ * (core/content.ts quickStorageLeft): the reservation decides anyway. */
 export const USAGE_MEMORY_MS = 1_000;
 /** How often `lastUsedAt` values gathered in memory are written to MongoDB. */
 export const LAST_USED_FLUSH_MS = 5_000;
@@ -112,7 +112,7 @@ export const READY_CHECK_TIMEOUT_MS = 2_000;
 /** Seconds a client is asked to wait when a dependency is down (503). */
 export const RETRY_AFTER_UNAVAILABLE_S = 5;
 
-/** Defaults of list endpoints that are not plain arrays (decisions.md, "Lists"). */
+/** Defaults of list endpoints that are not plain arrays (docs/api/contract.md, "Lists"). */
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 1000;
 
@@ -122,7 +122,7 @@ export const PIN_POLL_MS = 500;
  * content is pinned well within it. */
 export const QUICK_PIN_WAIT_MS = 3_000;
 /** How long POST /pin waits for Cluster to pin content Kubo already has before it hands the
- * request to the pin workflow (api/usecases/pins.ts): the client waits this long at most. */
+ * request to the pin workflow (core/pins.ts): the client waits this long at most. */
 export const PIN_INLINE_WAIT_MS = 1_000;
 /** A request still `queued` this long after it was made has no pin workflow taking it on (the API
  * died pinning it inline, or Temporal was down): the sweep starts one, and the audit reports it. */
@@ -136,7 +136,7 @@ export const REPLICATION_WAIT_MS = 10_000;
  * without it (`peers: null`). */
 export const PEERS_TIMEOUT_MS = 2_000;
 /** A settled view of a content's peers (each `pinned` or `remote`) is answered again for this
- * long (api/usecases/peers.ts): clients polling a pin share one Cluster call. */
+ * long (core/peers.ts): clients polling a pin share one Cluster call. */
 export const PEERS_MEMORY_MS = 1_000;
 export const ORIGIN_REDIAL_MIN_MS = 1_000;
 export const ORIGIN_REDIAL_MAX_MS = 30_000;
@@ -158,27 +158,27 @@ export const UNIXFS_ADD_OPTIONS = {
   trickle: false,
 } as const;
 
-/** Directories of the same profile (infra/unixfs.ts): a directory whose plain block would be
+/** Directories of the same profile (infra/ipfs/unixfs.ts): a directory whose plain block would be
  * larger than this many bytes becomes a HAMT of this fanout. */
 export const HAMT_THRESHOLD_BYTES = 262_144;
 export const HAMT_FANOUT = 256;
-/** IPNS records (infra/ipns.ts): valid 48 h from signing, cached by resolvers for 5 min. */
+/** IPNS records (infra/ipfs/ipns.ts): valid 48 h from signing, cached by resolvers for 5 min. */
 export const IPNS_RECORD_VALIDITY_MS = 48 * 60 * 60 * 1000;
 export const IPNS_RECORD_TTL_MS = 5 * 60 * 1000;
 /** Resolving a name this service does not hold, through Kubo. */
 export const IPNS_RESOLVE_TIMEOUT_MS = 5_000;
 /** How long storing a record in Kubo may take (a publish, a republish). */
 export const IPNS_STORE_TIMEOUT_MS = 20_000;
-/** After a contested store (infra/ipns.ts `storeIpnsRecord`), when Kubo's record is looked at
+/** After a contested store (infra/ipfs/ipns.ts `storeIpnsRecord`), when Kubo's record is looked at
  * again: a lower put of another process can still land after the first look. */
 export const IPNS_RECHECKS_MS = [1_000, IPNS_STORE_TIMEOUT_MS];
-/** Names' signing keys a process keeps ready (infra/ipns.ts), least recently used beyond it:
+/** Names' signing keys a process keeps ready (infra/ipfs/ipns.ts), least recently used beyond it:
  * about 1 KB each. */
 export const IPNS_SIGNING_KEYS_KEPT = 10_000;
 /** A DNSLink check's DNS lookup. */
 export const DNSLINK_TIMEOUT_MS = 2_000;
 
-/** GET /image/:cid (api/usecases/images.ts): the derivatives' disk cache, in MB (LRU beyond it). */
+/** GET /image/:cid (core/images.ts): the derivatives' disk cache, in MB (LRU beyond it). */
 export const DEFAULT_IMAGE_CACHE_MB = 1024;
 /** Largest source read from Kubo to transform, in MB. */
 export const DEFAULT_IMAGE_MAX_SOURCE_MB = 50;
@@ -219,7 +219,7 @@ export const HOLD_CHANGE_RETAIN_MS = 10 * 60_000;
  */
 export const HOLD_CHANGE_RECHECK_MS = 2 * 60_000;
 /** How long a request whose record is written retries the steps that complete it while
- * MongoDB does not answer (api/usecases/content.ts, completing). */
+ * MongoDB does not answer (core/content.ts, completing). */
 export const RECORD_COMPLETION_MS = 15_000;
 /** How long an insert whose answer was lost (the connection closed under it) is sent again
  * while MongoDB does not answer (infra/db/errors.ts, resending): the driver's 5 s server
@@ -241,7 +241,7 @@ export const COUNT_SECOND_LOOK_MS = 2_000;
 /** Logged changes whose counters the sweep compares with one set of queries. */
 export const COUNT_CHECK_PAGE = 200;
 /** Rounds a full sync goes before it gives up (its caller retries): a round goes again only when
- * the holds changed between its own pin or unpin and the read after it (infra/hold-sync.ts). */
+ * the holds changed between its own pin or unpin and the read after it (core/hold-sync.ts). */
 export const SYNC_ROUNDS = 5;
 /** Log entries read per query by a sweep round. */
 export const HOLD_CHANGE_PAGE = 1_000;
@@ -249,8 +249,8 @@ export const HOLD_CHANGE_PAGE = 1_000;
  * held by more records than that may fill the batch, and what it left out is asked one by one. */
 export const HELD_ROWS_PER_MULTIHASH = 4;
 
-/** GET /analytics (api/usecases/analytics.ts): the default period, in UTC days up to today, and
- * the longest one (a year of day documents, infra/db/activity.ts, is the most one request reads). */
+/** GET /analytics (core/analytics.ts): the default period, in UTC days up to today, and
+ * the longest one (a year of day documents, infra/db/analytics.ts, is the most one request reads). */
 export const ANALYTICS_DEFAULT_DAYS = 30;
 export const ACTIVITY_MAX_DAYS = 366;
 /**
@@ -268,7 +268,7 @@ export const USAGE_REBUILD_WAIT_MS = 60_000;
 export const USAGE_RECOUNT_SETTLE_MS = 2 * RECORD_COMPLETION_MS;
 /** ... or until the user's counters have stood still this long, looked at this often: a writer
  * between its reservation and its holding step, with MongoDB answering, takes milliseconds, and
- * the retries of a step wait at most 2 s between tries (api/usecases/content.ts). */
+ * the retries of a step wait at most 2 s between tries (core/content.ts). */
 export const USAGE_RECOUNT_QUIET_MS = 5_000;
 export const USAGE_RECOUNT_LOOK_MS = 500;
 /** Records of each kind a rebuild or the audit reads of one user at a time (infra/db/usage-tally.ts). */
@@ -277,7 +277,7 @@ export const USAGE_TALLY_PAGE = 1000;
 export const GATEWAY_SLUG_LENGTH = 12;
 /** A slug's owner, once found, is remembered this long per process (owners never change). */
 export const SLUG_MEMORY_MS = 60_000;
-export const CHUNK_BYTES = 1_048_576; // the profile's chunker (UNIXFS_ADD_OPTIONS), for files assembled from parts (infra/unixfs-file.ts)
+export const CHUNK_BYTES = 1_048_576; // the profile's chunker (UNIXFS_ADD_OPTIONS), for files assembled from parts (infra/ipfs/unixfs-file.ts)
 export const MAX_FILE_LINKS = 1024; // and its max-file-links
 
 /** Records an audit reads a page at a time, and Cluster or Kubo lookups it has in flight. */
@@ -287,7 +287,7 @@ export const AUDIT_CONCURRENCY = 16;
  * flight (a reservation, a record whose count is being stepped) is not a disagreement. */
 export const AUDIT_SECOND_LOOK_MS = 1000;
 
-/** Webhooks (api/usecases/webhooks.ts, activities/webhooks.ts). IDs are `wh_…`, deliveries
+/** Webhooks (core/webhooks.ts, activities/webhooks.ts). IDs are `wh_…`, deliveries
  * `dlv_…` and events `msg_…` (the `webhook-id` a receiver de-duplicates by). */
 export const WEBHOOK_ID_PREFIX = 'wh_';
 export const WEBHOOK_DELIVERY_ID_PREFIX = 'dlv_';
@@ -310,7 +310,7 @@ export const WEBHOOK_ATTEMPTS_KEPT = 20;
 export const WEBHOOK_POLL_MS = 250;
 /** A round woken by an event keeps looking this long from its start, even when a look finds
  * nothing; a recorder that signalled the job needs no other signal for the events it records in
- * that time (infra/webhooks/events.ts `wakeFor`), so a stream of events costs about one signal a
+ * that time (core/webhook-events.ts `wakeFor`), so a stream of events costs about one signal a
  * second rather than one per WEBHOOK_WAKE_DELAY_MS. */
 export const WEBHOOK_ROUND_LINGER_MS = 1_000;
 /** Deliveries one pass of an endpoint's round looks at, in order, and how long a round runs. */

@@ -1,4 +1,4 @@
-// Errors of the infrastructure layer. Use-case errors live in api/usecases/errors.ts.
+// Errors of the infrastructure layer. Use-case errors live in core/errors.ts.
 
 /** Configuration that cannot be used; every problem is listed so one start shows them all. */
 export class ConfigError extends Error {

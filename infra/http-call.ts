@@ -1,8 +1,8 @@
 // One HTTP call on node:http, answered with its status and text: how the Kubo and Cluster
 // adapters call the endpoints they do not reach through a client library. node:http rather
-// than fetch: a streamed request body honours backpressure (infra/kubo.ts), and a call costs
+// than fetch: a streamed request body honours backpressure (infra/ipfs/kubo.ts), and a call costs
 // less CPU (measured: 0.26-0.50 ms against fetch's 0.74-1.19, client and a local server together),
-// which counts where every upload makes one (infra/hold-sync.ts).
+// which counts where every upload makes one (core/hold-sync.ts).
 import http from 'node:http';
 import https from 'node:https';
 import readline from 'node:readline';

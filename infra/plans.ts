@@ -1,4 +1,4 @@
-// Plans are configuration, not code (decisions.md, "Users and plans"): a JSON file lists each
+// Plans are configuration, not code (docs/api/contract.md, "Users and plans"): a JSON file lists each
 // plan's limits. It is read and validated once at start; a bad file stops the process with
 // a message naming every wrong field.
 import fs from 'node:fs';

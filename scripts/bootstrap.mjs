@@ -2,7 +2,7 @@
 // First step of `npm start`, `npm test` and `npm run bench` on a fresh clone. Plain Node
 // with no dependencies, because it runs before `npm ci`:
 //   1. installs the npm dependencies when node_modules is missing or older than the lock file;
-//   2. builds every command of infra/stack/versions.json that is missing from the cache;
+//   2. builds every command of stack/versions.json that is missing from the cache;
 //   3. with `--browser` (npm test): makes sure the real clients the tests drive are there:
 //      Chromium, s3cmd and rclone (Debian's packages, installed when missing and apt-get may
 //      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
@@ -15,6 +15,13 @@
 // `go install` refuses Kubo (its go.mod has an `exclude` block) and, for FerretDB and IPFS
 // Cluster, fails on the module proxy's version list it reads for the deprecation check.
 // Building inside the downloaded module directory uses the module's own go.mod and go.sum.
+//
+// A component with a `main` (the edge's Caddy) is built from a Go module of ours instead: edge/caddy
+// holds our handlers and cmd/caddy, Caddy's command with its standard modules and ours. Its go.mod
+// requires Caddy's module at the version pinned here and nothing newer than Caddy's own go.mod
+// asks for, so the binary has Caddy's dependencies. The build copies our module beside a copy of
+// Caddy's with our patches applied, points the copy's go.mod at the patched one
+// (`go mod edit -replace`, never in the repository) and runs `go build` in it.
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,7 +30,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const manifest = JSON.parse(fs.readFileSync(path.join(root, 'infra/stack/versions.json'), 'utf8'));
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'stack/versions.json'), 'utf8'));
 const cacheDir = process.env.STUPA_CACHE_DIR || path.join(os.homedir(), '.cache', 'stupa');
 const args = new Set(process.argv.slice(2));
 
@@ -57,13 +64,37 @@ function ensureDependencies() {
   log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/** `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches or an overlay. Same rule as infra/stack/binaries.ts. */
+/**
+ * The files of a Go module of ours (a component's `main`) that its build uses, by their path in
+ * it, sorted: go.mod, go.sum and every .go file but tests. Only these are copied to the build,
+ * so a change to any of them is a new build name. Same rule as stack/binaries.ts.
+ */
+function mainFiles(dir) {
+  const files = [];
+  const walk = (rel) => {
+    for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      const file = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) walk(file);
+      else if (file === 'go.mod' || file === 'go.sum' || (file.endsWith('.go') && !file.endsWith('_test.go'))) files.push(file);
+    }
+  };
+  walk('');
+  return files.sort();
+}
+
+/**
+ * `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches or from a module of ours (the hash of
+ * the patches and of that module's mainFiles). Same rule as stack/binaries.ts.
+ */
 function buildName(spec) {
-  const overlay = Object.entries(spec.overlay ?? {});
-  if (!spec.patches?.length && overlay.length === 0) return spec.version;
+  if (!spec.patches?.length && !spec.main) return spec.version;
   const hash = crypto.createHash('sha256');
   for (const patch of spec.patches ?? []) hash.update(fs.readFileSync(path.join(root, patch)));
-  for (const [target, ours] of overlay) hash.update(`${target}\0`).update(fs.readFileSync(path.join(root, ours)));
+  if (spec.main) {
+    for (const file of mainFiles(path.join(root, spec.main))) {
+      hash.update(`${file}\0`).update(fs.readFileSync(path.join(root, spec.main, file)));
+    }
+  }
   return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
 }
 
@@ -101,15 +132,18 @@ function buildComponent(name, spec) {
   const missing = Object.keys(spec.commands).filter((cmd) => !fs.existsSync(path.join(out, cmd)));
   if (missing.length === 0) return;
   const started = Date.now();
-  log(`building ${name} ${buildName(spec)} (${missing.join(', ')}) from ${spec.module}; a cold build takes minutes`);
-  const env = { ...process.env, GOFLAGS: '-modcacherw', CGO_ENABLED: process.env.CGO_ENABLED ?? '0' };
+  log(
+    `building ${name} ${buildName(spec)} (${missing.join(', ')}) from ${spec.main ? `${spec.main} and ` : ''}${spec.module}; a cold build takes minutes`,
+  );
+  // GOWORK=off: no go.work of the user's takes part.
+  const env = { ...process.env, GOFLAGS: '-modcacherw', GOWORK: 'off', CGO_ENABLED: process.env.CGO_ENABLED ?? '0' };
   const info = JSON.parse(run('go', ['mod', 'download', '-json', `${spec.module}@${spec.version}`], { env, cwd: os.tmpdir() }));
   if (info.Error) throw new Error(`go mod download ${spec.module}: ${info.Error}`);
   let srcDir = info.Dir;
   const work = fs.mkdtempSync(path.join(cacheDir, `build-${name}-`));
   try {
-    if (spec.versionFile || spec.patches || spec.overlay) {
-      // The module cache copy is read-only: version files, patches and overlays go into a writable copy.
+    if (spec.versionFile || spec.patches) {
+      // The module cache copy is read-only: version files and patches go into a writable copy.
       srcDir = path.join(work, 'src');
       fs.cpSync(info.Dir, srcDir, { recursive: true });
       makeWritable(srcDir);
@@ -119,18 +153,14 @@ function buildComponent(name, spec) {
       fs.writeFileSync(path.join(srcDir, spec.versionFile), `${spec.version}\n`);
     }
     if (spec.patches) applyPatches(name, srcDir, spec.patches);
-    // Our own source files, added where the module's build picks them up (Caddy: handlers of ours
-    // in its main package, which registers them with its other modules).
-    for (const [target, ours] of Object.entries(spec.overlay ?? {})) {
-      fs.copyFileSync(path.join(root, ours), path.join(srcDir, target));
-      log(`  added ${ours} as ${target}`);
-    }
+    // The commands are built in srcDir, or in a copy of our module that uses srcDir.
+    const buildDir = spec.main ? ourModule(spec, srcDir, path.join(work, 'main'), env) : srcDir;
     const tmpOut = path.join(work, 'out');
     fs.mkdirSync(tmpOut, { recursive: true });
     for (const cmd of missing) {
       const t = Date.now();
       run('go', ['build', '-trimpath', '-o', path.join(tmpOut, cmd), spec.commands[cmd]], {
-        cwd: srcDir,
+        cwd: buildDir,
         env,
         stdio: ['ignore', 'inherit', 'inherit'],
       });
@@ -143,6 +173,29 @@ function buildComponent(name, spec) {
     fs.rmSync(work, { recursive: true, force: true });
   }
   log(`${name} ready in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/**
+ * Copies our Go module spec.main (its mainFiles) to buildDir and makes the copy use srcDir, the
+ * (patched) copy of spec.module: `replace spec.module => srcDir`, by a path relative to the copy
+ * (the binary records it: `caddy version`), the same in every build. Its go.mod must require
+ * spec.module at the version of versions.json.
+ */
+function ourModule(spec, srcDir, buildDir, env) {
+  const from = path.join(root, spec.main);
+  for (const file of mainFiles(from)) {
+    fs.mkdirSync(path.dirname(path.join(buildDir, file)), { recursive: true });
+    fs.copyFileSync(path.join(from, file), path.join(buildDir, file));
+  }
+  const goMod = JSON.parse(run('go', ['mod', 'edit', '-json'], { cwd: buildDir, env }));
+  const required = goMod.Require?.find((r) => r.Path === spec.module)?.Version;
+  if (required !== spec.version) {
+    throw new Error(`${spec.main}/go.mod requires ${spec.module} ${required ?? '(not at all)'}; stack/versions.json says ${spec.version}`);
+  }
+  const target = path.dirname(srcDir) === path.dirname(buildDir) ? `../${path.basename(srcDir)}` : srcDir;
+  run('go', ['mod', 'edit', `-replace=${spec.module}=${target}`], { cwd: buildDir, env });
+  log(`  building ${spec.main} with ${spec.module} replaced by ${spec.patches?.length ? 'the patched copy' : 'its module'}`);
+  return buildDir;
 }
 
 function ensureBinaries(components) {

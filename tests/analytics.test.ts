@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type { ApiServer } from '../api/server.js';
-import { utcDay } from '../infra/db/activity.js';
+import { utcDay } from '../infra/db/analytics.js';
 import { collect, bytes, kubo, MiB } from './support/content.js';
 import { call, createUser, errorReason, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';
@@ -126,7 +126,7 @@ test('totals, daily and storage growth after uploads of several types, a delete,
   expect(a.storageGrowth.at(-1)).toEqual({ date: today, cumulativeMB: mb(stored) });
   expect(a.storageGrowth.slice(0, -1).every((g: any) => g.cumulativeMB === 0)).toBe(true);
   // The day document: every event counted, the net storage change included.
-  const [day] = await api.deps.db.activity.range(user.userId, today, today);
+  const [day] = await api.deps.db.analytics.range(user.userId, today, today);
   expect(day).toMatchObject({ uploads: 4, deletes: 1, pins: 1, publishes: 1, gatewayBytes: 2 * png.size, storedBytes: stored });
 
   const theirs = (await analytics(other)).body;
@@ -142,11 +142,11 @@ test('storage growth over past days and months, from the counter and later net c
   // Earlier days, recorded through the store as the use-cases record them: 2,000 bytes stored
   // 45 days ago, 500 of them removed 40 days ago, 1,500 more removed 10 days ago.
   const type = 'application/vnd.api+json'; // a `.` in a field name is encoded
-  await api.deps.db.activity.record(user.userId, now - 45 * DAY, { uploads: 1, uploadBytes: 2000, mimeType: type, storedBytes: 2000 });
-  const [stored] = await api.deps.db.activity.range(user.userId, utcDay(now - 45 * DAY), utcDay(now - 45 * DAY));
+  await api.deps.db.analytics.record(user.userId, now - 45 * DAY, { uploads: 1, uploadBytes: 2000, mimeType: type, storedBytes: 2000 });
+  const [stored] = await api.deps.db.analytics.range(user.userId, utcDay(now - 45 * DAY), utcDay(now - 45 * DAY));
   expect(stored!.types).toEqual({ 'application/vnd%2Eapi+json': 1 });
-  await api.deps.db.activity.record(user.userId, now - 40 * DAY, { deletes: 1, storedBytes: -500 });
-  await api.deps.db.activity.record(user.userId, now - 10 * DAY, { deletes: 1, storedBytes: -1500 });
+  await api.deps.db.analytics.record(user.userId, now - 40 * DAY, { deletes: 1, storedBytes: -500 });
+  await api.deps.db.analytics.record(user.userId, now - 10 * DAY, { deletes: 1, storedBytes: -1500 });
 
   const from = utcDay(now - 50 * DAY);
   const to = utcDay(now - 35 * DAY);
@@ -214,7 +214,7 @@ test('the profile: exactly the contract fields, the plan limits, a slug given on
   await gatewayWritten();
   // Last month's gateway bytes are not this month's.
   const lastMonth = Date.parse(`${utcDay(Date.now()).slice(0, 7)}-01T00:00:00Z`) - 1;
-  await api.deps.db.activity.record(user.userId, lastMonth, { gatewayBytes: 5 * MiB });
+  await api.deps.db.analytics.record(user.userId, lastMonth, { gatewayBytes: 5 * MiB });
   const p = await profile(user);
   const record = (await api.deps.db.users.model.findById(user.userId).lean().exec())!;
   const { name: _name, label: _label, ...limits } = api.deps.config.plans.get('karma');
@@ -303,7 +303,7 @@ test('content held as a file and as a pin counts once, and leaves the count with
   expect(await api.deps.db.usage.recount(user.userId)).toMatchObject({ used: 0, files: 0, pinned: 0 });
 
   // Net changes recorded today add up to what is stored now: nothing.
-  const [day] = await api.deps.db.activity.range(user.userId, utcDay(Date.now()), utcDay(Date.now()));
+  const [day] = await api.deps.db.analytics.range(user.userId, utcDay(Date.now()), utcDay(Date.now()));
   expect(day).toMatchObject({ uploads: 2, deletes: 2, unpins: 2, pins: 2, storedBytes: 0 });
 }, 120_000);
 

@@ -8,14 +8,14 @@ import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { promisify } from 'node:util';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
-import { createClusterClient } from '../infra/cluster.js';
+import { parseCid } from '../infra/ipfs/cid.js';
+import { createClusterClient } from '../infra/ipfs/cluster.js';
 import { PIN_STALLED_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { ipnsNamesCounter } from '../infra/db/ipns-names.js';
-import { createKubo } from '../infra/kubo.js';
-import { keepPart, keptParts } from '../infra/kubo-mfs.js';
-import { startStack, type Stack } from '../infra/stack/stack.js';
+import { createKubo } from '../infra/ipfs/kubo.js';
+import { keepPart, keptParts } from '../infra/ipfs/kubo-mfs.js';
+import { startStack, type Stack } from '../stack/stack.js';
 import { auditJob, type AuditReport } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, testEnv } from './support/stack.js';
@@ -149,7 +149,7 @@ test('every kind of disagreement is found, --repair fixes the repairable ones, a
   await db.counters.give(ipnsNamesCounter(user.userId));
   // pin-without-job: a request queued longer than PIN_STALLED_MS whose workflow never started
   // (Cluster pins its content, so only the workflow is missing). One queued just now without a
-  // workflow is not reported: the API may be pinning it inline (api/usecases/pins.ts).
+  // workflow is not reported: the API may be pinning it inline (core/pins.ts).
   const queuedPin = async (at: number) => {
     const cid = (await kubo.add(crypto.randomBytes(64), { pin: false, cidVersion: 1 })).cid.toString();
     const pin = {

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import type { ApiServer } from '../api/server.js';
-import { WEBHOOK_EVENT_TYPES } from '../infra/webhooks/events.js';
+import { WEBHOOK_EVENT_TYPES } from '../core/webhook-events.js';
 import { launchBrowser } from './support/browser.js';
 import { consolePages, type ConsolePages } from './support/console.js';
 import { hostRequest } from './support/host-request.js';

@@ -1,7 +1,7 @@
 // Per-folder CORS: the REST surface against the real stack (PUT, GET, DELETE, S3's rules, other
 // users' folders), and the evaluation the S3 interface and the gateway will use.
 import type { ApiServer } from '../api/server.js';
-import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration, type CorsRule } from '../api/usecases/cors.js';
+import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration, type CorsRule } from '../core/cors.js';
 import { randomBase62 } from '../infra/secrets.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 

@@ -8,8 +8,8 @@ import path from 'node:path';
 import { insertUnordered } from '../infra/db/batch.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { openDatabase, type Database } from '../infra/db/index.js';
-import { startFerretDb, type FerretDb } from '../infra/stack/ferretdb.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { startFerretDb, type FerretDb } from '../stack/ferretdb.js';
+import { freePorts } from '../stack/ports.js';
 
 const onStackFerretDb = !process.env.MONGODB_URI;
 const stackOnly = onStackFerretDb ? test : test.skip;

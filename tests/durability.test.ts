@@ -1,9 +1,9 @@
 // Pins survive the failures a long-running service meets: a worker killed mid-pin, and the
 // IPFS Cluster peer going away while a pin waits.
 import path from 'node:path';
-import { startClusterPeer } from '../infra/stack/cluster.js';
-import { freePorts } from '../infra/stack/ports.js';
-import { createClusterClient } from '../infra/cluster.js';
+import { startClusterPeer } from '../stack/cluster.js';
+import { freePorts } from '../stack/ports.js';
+import { createClusterClient } from '../infra/ipfs/cluster.js';
 import { pinJob, pinWait } from '../infra/temporal/contracts/pins.js';
 import { call, createUser, stack, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { bytes, collect, kubo } from './support/content.js';

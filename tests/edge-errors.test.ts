@@ -1,5 +1,5 @@
 // Requests Go's HTTP server cannot parse, sent to the edge: answered in each surface's error
-// shape (infra/edge/caddy/errors.go), as the API processes answer them (tests/http.test.ts), not
+// shape (edge/caddy/errors.go), as the API processes answer them (tests/http.test.ts), not
 // in Go's text/plain; a body that cannot be read is the reader's 400, not the service away;
 // CONNECT is 405.
 import { startEdgedApi, type EdgedApi } from './support/edge.js';

@@ -1,4 +1,4 @@
-// The edge's relay of Kubo's answers (infra/edge/caddy/splice.go): a large read's bytes move from
+// The edge's relay of Kubo's answers (edge/caddy/splice.go): a large read's bytes move from
 // Kubo's socket to the reader's with splice(2), never read into the edge. What the edge process
 // read and wrote with read/write calls is its rchar/wchar in /proc (splice counts in neither):
 // through Caddy's reverse proxy, an 8 MiB read added 8 MiB to each.
@@ -9,8 +9,8 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { startKubo } from '../infra/stack/kubo.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { startKubo } from '../stack/kubo.js';
+import { freePorts } from '../stack/ports.js';
 import { edgeRootCa, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
 import { recordingRelay } from './support/kubo-relay.js';
@@ -53,7 +53,7 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 test("the bytes relayed count against the account's bandwidth (the account's first reads)", async () => {
   const sent = async () =>
-    (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+    (await edged.api.deps.db.analytics.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
   await gw(`/ipfs/${cid}`);
   await gw(`/ipfs/${cid}`, { Range: 'bytes=100-199' });
   const expected = body.length + 100;

@@ -1,4 +1,4 @@
-// The edge (Caddy, infra/stack/edge.ts) as the one public entry: what reaches Kubo's gateway
+// The edge (Caddy, stack/edge.ts) as the one public entry: what reaches Kubo's gateway
 // (recorded by a relay between the edge and Kubo), bytes metered from the edge's reports and
 // 429 past the plan, the REST API and S3 through it, an API process stopped and the edge
 // killed under load, and TLS from a local CA. The gateway's and its access rules' own cases run
@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { EDGE_ANSWER_TTL_MS } from '../infra/constants.js';
-import { API_KEEPALIVE_MS, EDGE_PURGE_PATH, EDGE_SECRET_HEADER, EDGE_UPSTREAM_KEEPALIVE_MS } from '../infra/edge/protocol.js';
+import { API_KEEPALIVE_MS, EDGE_PURGE_PATH, EDGE_SECRET_HEADER, EDGE_UPSTREAM_KEEPALIVE_MS } from '../edge/protocol.js';
 import { edgeRootCa, startEdgedApi, type EdgedApi } from './support/edge.js';
 import { recordingKubo } from './support/kubo-relay.js';
 import { hostRequest, type HostReply } from './support/host-request.js';
@@ -92,7 +92,7 @@ describe('through the edge', () => {
     const bytes = Buffer.alloc(400 * 1024, 7);
     const { cid } = await upload(edged, user, bytes);
     const sent = async () =>
-      (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+      (await edged.api.deps.db.analytics.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
     const whole = await read(edged, slug, `/ipfs/${cid}`);
     expect(Buffer.compare(whole.body, bytes)).toBe(0);
     expect((await read(edged, slug, `/ipfs/${cid}`, { Range: 'bytes=0-99' })).body.length).toBe(100);
@@ -113,7 +113,7 @@ describe('through the edge', () => {
     const text = 'small and read often';
     const { cid } = await upload(edged, user, text);
     const sent = async () =>
-      (await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+      (await edged.api.deps.db.analytics.range(user.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
     kubo.seen.length = 0;
     const first = await read(edged, slug, `/ipfs/${cid}`);
     const again = await read(edged, slug, `/ipfs/${cid}`);
@@ -356,9 +356,9 @@ test('the edge killed under load and started again: reads resume and are metered
     expect(results.filter((r) => r.status !== 200).length).toBeGreaterThan(0);
     expect(results.filter((r) => r.after && r.status !== 200)).toEqual([]);
     // Reads after the restart are served and metered (the report connection is made again).
-    const before = await edged.api.deps.db.activity.range(user.userId, '2000-01-01', '2999-12-31');
+    const before = await edged.api.deps.db.analytics.range(user.userId, '2000-01-01', '2999-12-31');
     const counted = () =>
-      edged.api.deps.db.activity
+      edged.api.deps.db.analytics
         .range(user.userId, '2000-01-01', '2999-12-31')
         .then((d) => d.reduce((s, x) => s + (x.gatewayBytes ?? 0), 0));
     const base = before.reduce((s, x) => s + (x.gatewayBytes ?? 0), 0);

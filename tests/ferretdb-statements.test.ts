@@ -1,4 +1,4 @@
-// The stack's FerretDB keeps its SQL statements prepared (infra/stack/patches/ferretdb/
+// The stack's FerretDB keeps its SQL statements prepared (stack/patches/ferretdb/
 // 0008-kept-statements.patch): a statement is compiled once per connection and run again with
 // new values. A kept statement must never answer for a schema that changed under it, the
 // bound on kept texts must not lose one in use, and a transaction that meets a text first
@@ -11,7 +11,7 @@ type Doc = { _id: string; n: number; tag?: string };
 
 function uri(): string {
   const value = process.env.STUPA_TEST_MONGODB_URI;
-  if (!value) throw new Error('STUPA_TEST_MONGODB_URI is not set: run through infra/stack/run-tests.ts (npm test)');
+  if (!value) throw new Error('STUPA_TEST_MONGODB_URI is not set: run through stack/run-tests.ts (npm test)');
   return value;
 }
 

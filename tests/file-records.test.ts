@@ -14,7 +14,7 @@ import * as raw from 'multiformats/codecs/raw';
 import { sha256 } from 'multiformats/hashes/sha2';
 import pLimit from 'p-limit';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { TWIN_INDEX, TWIN_INDEX_NAME, type FileRecord } from '../infra/db/files.js';
 import { migratedFileId, migrateFileIds } from '../infra/db/files-migration.js';

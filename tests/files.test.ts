@@ -1,5 +1,5 @@
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { call, createUser, errorReason, newestFile, startTestApi, type TestUser } from './support/stack.js';
 import { CID } from 'multiformats/cid';
 

@@ -11,14 +11,14 @@
 //   leaves the counters equal to a recount.
 import http from 'node:http';
 import type { ApiServer } from '../api/server.js';
-import { gatewayBytesThisMonth } from '../api/usecases/bandwidth.js';
-import { publishesKey } from '../api/usecases/ipns.js';
+import { gatewayBytesThisMonth } from '../core/bandwidth.js';
+import { publishesKey } from '../core/ipns.js';
 import { RATE_WINDOW_MS } from '../infra/constants.js';
 import { STAMPS_KEPT } from '../infra/db/ipns-names.js';
-import { parseCid } from '../infra/cid.js';
-import { startApiProcess } from '../infra/stack/services.js';
-import type { ManagedProcess } from '../infra/stack/process.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { parseCid } from '../infra/ipfs/cid.js';
+import { startApiProcess } from '../stack/services.js';
+import type { ManagedProcess } from '../stack/process.js';
+import { freePorts } from '../stack/ports.js';
 import { loadConfig } from '../infra/config.js';
 import { createLogger } from '../infra/logger.js';
 import { startApiServer } from '../api/server.js';

@@ -1,14 +1,14 @@
-// Holds are made good in Cluster inline (infra/hold-sync.ts): an upload is in Cluster's pin set
+// Holds are made good in Cluster inline (core/hold-sync.ts): an upload is in Cluster's pin set
 // when it is answered and starts no workflow; a delete is out of it when answered, or stays in
 // it while another record holds the content, also without a workflow; a record gone by the time
 // its pin lands is unpinned by its pinner; with Cluster unreachable the change falls back to its
 // sync workflow; the change log's appends share writes and each is stored when its caller goes on.
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
-import { createClusterClient } from '../infra/cluster.js';
+import { parseCid } from '../infra/ipfs/cid.js';
+import { createClusterClient } from '../infra/ipfs/cluster.js';
 import { newFileId } from '../infra/db/files.js';
-import { announceHoldChange } from '../infra/hold-sync.js';
+import { announceHoldChange } from '../core/hold-sync.js';
 import { syncJob } from '../infra/temporal/contracts/holds.js';
 import { call, createUser, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';

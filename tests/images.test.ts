@@ -4,7 +4,7 @@
 // tests/images-cache.test.ts.
 import { base36 } from 'multiformats/bases/base36';
 import sharp from 'sharp';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { kubo } from './support/content.js';
 import { call, errorReason } from './support/stack.js';
 import { animatedGif, api, decoded, get, noise, pngBomb, upload, useImageApi, user } from './support/images.js';

@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ApiServer } from '../api/server.js';
-import { readIpnsRecord } from '../infra/ipns.js';
-import { startKubo, type KuboNode } from '../infra/stack/kubo.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { readIpnsRecord } from '../infra/ipfs/ipns.js';
+import { startKubo, type KuboNode } from '../stack/kubo.js';
+import { freePorts } from '../stack/ports.js';
 import { call, createUser, startTestApi, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, type WorkerProcess } from './support/worker.js';
 

@@ -7,14 +7,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
-import { readIpnsRecord, storeIpnsRecord } from '../infra/ipns.js';
-import { createKubo } from '../infra/kubo.js';
-import { startKubo } from '../infra/stack/kubo.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { parseCid } from '../infra/ipfs/cid.js';
+import { readIpnsRecord, storeIpnsRecord } from '../infra/ipfs/ipns.js';
+import { createKubo } from '../infra/ipfs/kubo.js';
+import { startKubo } from '../stack/kubo.js';
+import { freePorts } from '../stack/ports.js';
 import { ipnsJob, STATUS_QUERY, type IpnsJobStatus } from '../infra/temporal/contracts/ipns.js';
 import { bytes, cluster, kubo, MiB, multipart, postStream } from './support/content.js';
-import { startApiProcess } from '../infra/stack/services.js';
+import { startApiProcess } from '../stack/services.js';
 import { call, createUser, errorReason, plansFile, startTestApi, tempDir, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
@@ -138,7 +138,7 @@ test('two API processes publishing one name at once: Kubo ends holding the highe
       const top = replies.reduce((a, b) => (a.body.sequence > b.body.sequence ? a : b)).body;
       expect(top.sequence).toBe(2 * round + 2);
       // Kubo compares and then writes, so the lower of two puts at once could land last; the
-      // higher's publisher reads Kubo's record back and puts its own again (infra/ipns.ts).
+      // higher's publisher reads Kubo's record back and puts its own again (infra/ipfs/ipns.ts).
       const held = await eventually(
         () => recordInKubo(ipnsName),
         (r) => r.sequence === top.sequence,

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { freePort } from '../infra/stack/ports.js';
+import { freePort } from '../stack/ports.js';
 import type { ApiServer } from '../api/server.js';
 import { call, errorReason, stack, startTestApi, tempDir } from './support/stack.js';
 
@@ -96,7 +96,7 @@ test('npm start stops by name when KUBO_GATEWAY_URL is not a gateway', async () 
     KUBO_GATEWAY_URL: stack.kuboApiUrl,
     API_PORT: String(await freePort()),
   };
-  const run = await exec(process.execPath, ['--import', 'tsx', 'infra/stack/start.ts'], { env, timeout: 60_000 }).then(
+  const run = await exec(process.execPath, ['--import', 'tsx', 'stack/start.ts'], { env, timeout: 60_000 }).then(
     (ok) => ({ code: 0, out: ok.stdout + ok.stderr }),
     (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }),
   );

@@ -7,12 +7,12 @@ import http from 'node:http';
 import path from 'node:path';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { ApiServer } from '../api/server.js';
-import { createClusterClient } from '../infra/cluster.js';
-import { startStack, type Stack, type StackPeer } from '../infra/stack/stack.js';
+import { createClusterClient } from '../infra/ipfs/cluster.js';
+import { startStack, type Stack, type StackPeer } from '../stack/stack.js';
 import { MiB, multipart, postStream } from './support/content.js';
 import { bucketName, s3Client } from './support/s3.js';
-import { freePorts } from '../infra/stack/ports.js';
-import { startApiProcess } from '../infra/stack/services.js';
+import { freePorts } from '../stack/ports.js';
+import { startApiProcess } from '../stack/services.js';
 import { call, createUser, databaseUri, stack as testStack, startTestApi, tempDir, testEnv, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, type WorkerProcess } from './support/worker.js';
 
@@ -299,7 +299,7 @@ describe('three peers, replication factor 2', () => {
     expect(after.allocations.sort()).toEqual(live.map((p) => p.clusterPeerId).sort());
     const blocks = await blocksOf(cid, peers.peers[0]!);
     for (const peer of live) expect(await hasAll(peer, blocks)).toBe(true);
-    // Stated in the README: under 45 s with the local stack's 5 s pings.
+    // Stated in docs/operations/several-nodes.md: under 45 s with the local stack's 5 s pings.
     expect(restoredS).toBeLessThan(45);
     process.stderr.write(`[peers] replication restored ${restoredS.toFixed(1)} s after the kill\n`);
 

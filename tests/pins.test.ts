@@ -1,11 +1,11 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { call, createUser, errorReason, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo } from './support/content.js';
 import { startSecondNode } from './support/second-node.js';
-import { freePort } from '../infra/stack/ports.js';
+import { freePort } from '../stack/ports.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 import { pinJob } from '../infra/temporal/contracts/pins.js';
 import { PEERS_MEMORY_MS } from '../infra/constants.js';

@@ -3,7 +3,7 @@
 // `before` over pins created in the same millisecond, replace, delete, tenancy, and the same
 // holds as /pin. Kubo's own client is in psa-kubo.test.ts.
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { kubo } from './support/content.js';
 import { call, createUser, errorReason, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';

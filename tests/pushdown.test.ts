@@ -1,5 +1,5 @@
 // The database at scale (issue #9): the stack's FerretDB is patched
-// (infra/stack/patches/ferretdb/) to answer filters and sorts through SQLite's indexes and to
+// (stack/patches/ferretdb/) to answer filters and sorts through SQLite's indexes and to
 // make single-document updates atomic. A pushdown must never change a result, so this
 // differential test runs the same finds on the server and on the documents filtered and
 // sorted here, by MongoDB's rules, over mixed types, missing fields, nulls, arrays and dotted
@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import mongoose from 'mongoose';
-import { startFerretDb } from '../infra/stack/ferretdb.js';
-import { freePorts } from '../infra/stack/ports.js';
+import { startFerretDb } from '../stack/ferretdb.js';
+import { freePorts } from '../stack/ports.js';
 
 const { ObjectId, Double } = mongoose.mongo;
 type Doc = Record<string, unknown> & { _id: string };
@@ -23,7 +23,7 @@ const stackOnly = onStackFerretDb ? test : test.skip;
 
 function uri(): string {
   const value = process.env.STUPA_TEST_MONGODB_URI;
-  if (!value) throw new Error('STUPA_TEST_MONGODB_URI is not set: run through infra/stack/run-tests.ts (npm test)');
+  if (!value) throw new Error('STUPA_TEST_MONGODB_URI is not set: run through stack/run-tests.ts (npm test)');
   return value;
 }
 

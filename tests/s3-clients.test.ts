@@ -1,5 +1,5 @@
 // Real S3 clients against the S3 interface at its public address, through the edge as `npm start`
-// serves it (infra/edge): the aws CLI, s3cmd and rclone (each: make a
+// serves it (edge/): the aws CLI, s3cmd and rclone (each: make a
 // bucket, put, list, get, delete), presigned GET and PUT from @aws-sdk/s3-request-presigner,
 // and a browser on another origin uploading through a presigned URL where the bucket's CORS
 // rules allow it (headless Chromium enforces CORS; nothing here can pretend it did).
@@ -12,7 +12,7 @@ import { CreateBucketCommand, GetObjectCommand, PutBucketCorsCommand, PutObjectC
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Browser } from 'playwright-core';
 import type { ApiServer } from '../api/server.js';
-import { cacheDir } from '../infra/stack/binaries.js';
+import { cacheDir } from '../stack/binaries.js';
 import { launchBrowser, serveOrigin } from './support/browser.js';
 import { collect, kubo } from './support/content.js';
 import { bucketName, s3Client, s3Failure } from './support/s3.js';

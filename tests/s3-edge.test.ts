@@ -1,4 +1,4 @@
-// S3 GetObject through the edge (infra/edge/caddyfile.ts, api/s3/edge.ts): every read is asked
+// S3 GetObject through the edge (edge/caddyfile.ts, api/s3/edge.ts): every read is asked
 // of the API process directly and through the edge with the AWS SDK's defaults (which checks the
 // object's CRC32), and the two answers must be the same — status, every header the SDK reads,
 // bytes — for small, large and multipart objects, ranges, parts, conditions, presigned URLs
@@ -274,14 +274,14 @@ test('Expect: 100-continue: the API refuses before asking for the body and close
   expect(await putExpectingContinue(url(new URL(edged.api.s3Url).port, 'refused'), body)).toEqual({ statuses: ['403'], closed: true });
   // Caddy answers 100 Continue before it relays anything; the API reads the body and refuses it.
   // Sent again and again: a refusal racing Caddy's relay of the body once left both sides
-  // waiting, or answered 503 (infra/edge/caddy/continue.go).
+  // waiting, or answered 503 (edge/caddy/continue.go).
   for (let i = 0; i < 100; i++) {
     expect([i, (await putExpectingContinue(url(edged.ports.s3, `refused-${i}`), body, false)).statuses]).toEqual([i, ['100', '403']]);
   }
   for (const s3 of [direct, viaEdge]) {
     const key = `continue-${s3 === direct ? 'direct' : 'edge'}.bin`;
     const signed = new URL(await getSignedUrl(s3, new PutObjectCommand({ Bucket: bucket, Key: key }), { expiresIn: 60 }));
-    // Through the edge, Caddy's 100 Continue (the API is not asked again: infra/edge/caddyfile.ts).
+    // Through the edge, Caddy's 100 Continue (the API is not asked again: edge/caddyfile.ts).
     const { statuses } = await putExpectingContinue(signed, body);
     expect(statuses).toEqual(['100', '200']);
     const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));

@@ -20,7 +20,7 @@ import {
   UploadPartCopyCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { cleanAbandonedUploads } from '../api/usecases/s3/multipart.js';
+import { cleanAbandonedUploads } from '../core/s3/multipart.js';
 import { bytes, collect, kuboCid, MiB } from './support/content.js';
 import { bucketName, s3Client, s3Failure, s3Suite } from './support/s3.js';
 import { createUser } from './support/stack.js';

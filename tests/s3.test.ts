@@ -17,7 +17,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import pLimit from 'p-limit';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { cluster } from './support/content.js';
 import { s3Client, s3Failure } from './support/s3.js';
 import { recordingKubo } from './support/kubo-relay.js';

@@ -4,7 +4,7 @@
 import { Readable } from 'node:stream';
 import sharp from 'sharp';
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { bytes, kubo, kuboCid, MiB, multipart } from './support/content.js';
 import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type Reply, type TestUser } from './support/stack.js';
 import { startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';

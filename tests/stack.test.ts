@@ -8,14 +8,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import mongoose from 'mongoose';
-import { startFerretDb } from '../infra/stack/ferretdb.js';
-import { startKubo, type KuboNode } from '../infra/stack/kubo.js';
-import { freePorts } from '../infra/stack/ports.js';
-import { startTemporal } from '../infra/stack/temporal.js';
+import { startFerretDb } from '../stack/ferretdb.js';
+import { startKubo, type KuboNode } from '../stack/kubo.js';
+import { freePorts } from '../stack/ports.js';
+import { startTemporal } from '../stack/temporal.js';
 
 function env(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run through infra/stack/run-tests.ts (npm test)`);
+  if (!value) throw new Error(`${name} is not set: run through stack/run-tests.ts (npm test)`);
   return value;
 }
 
@@ -135,7 +135,7 @@ test('MongoDB answers ping and round-trips a document', async () => {
   }
 });
 
-// STACK_DB_SYNC reaches both SQLite servers (infra/stack/db-sync.ts): FerretDB by its
+// STACK_DB_SYNC reaches both SQLite servers (stack/db-sync.ts): FerretDB by its
 // URL's pragma, Temporal by the CLI's, which also puts its database on a write-ahead log (its
 // -wal file is there while it runs; SQLite's default journal leaves none).
 test('FerretDB and Temporal start with the SQLite sync asked for, Temporal on a write-ahead log', async () => {
@@ -167,7 +167,7 @@ test('FerretDB and Temporal start with the SQLite sync asked for, Temporal on a 
   }
 }, 60_000);
 
-// The stack's FerretDB is built with patches (infra/stack/patches/ferretdb/); the first makes reads,
+// The stack's FerretDB is built with patches (stack/patches/ferretdb/); the first makes reads,
 // updates and deletes by `_id` use the `_id` index instead of reading the whole table, which
 // every hot path of the service relies on (infra/db/by-id.ts). Its explain output shows
 // SQLite's own query plan. It does not apply when the tests run on a user's MongoDB

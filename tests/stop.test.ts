@@ -10,10 +10,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { binaryPath } from '../infra/stack/binaries.js';
-import { assertPortsFree } from '../infra/stack/ports.js';
-import { readStackFile, writeStackFile } from '../infra/stack/stack-file.js';
-import { PORT_OFFSETS } from '../infra/stack/stack.js';
+import { binaryPath } from '../stack/binaries.js';
+import { assertPortsFree } from '../stack/ports.js';
+import { readStackFile, writeStackFile } from '../stack/stack-file.js';
+import { PORT_OFFSETS } from '../stack/stack.js';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stupa-stop-'));
 let portBase = 0;

@@ -3,14 +3,14 @@
 // out is repaired by one round, and a round with nothing changed signals nothing. The full
 // comparison is the audit's (`npm run admin -- check --repair`, tests/audit.test.ts).
 import type { ApiServer } from '../api/server.js';
-import { recountLater } from '../api/usecases/content.js';
-import { parseCid, type ParsedCid } from '../infra/cid.js';
+import { recountLater } from '../core/content.js';
+import { parseCid, type ParsedCid } from '../infra/ipfs/cid.js';
 import { COUNT_CHECK_AFTER_MS, HOLD_CHANGE_SETTLE_MS, PIN_STALLED_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
 import { newFileId, type FileRecord } from '../infra/db/files.js';
 import { sweepJob, type SweepResult } from '../infra/temporal/contracts/sweep.js';
 import { openDatabase } from '../infra/db/index.js';
-import { createPinSteps } from '../infra/pin-steps.js';
+import { createPinSteps } from '../core/pin-steps.js';
 import { call, createUser, stack, startTestApi, type TestUser } from './support/stack.js';
 import { cluster, kubo } from './support/content.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';

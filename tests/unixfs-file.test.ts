@@ -1,12 +1,12 @@
-// infra/unixfs-file.ts against Kubo: parts added one by one with the unixfs-v1-2025 profile,
+// infra/ipfs/unixfs-file.ts against Kubo: parts added one by one with the unixfs-v1-2025 profile,
 // then assembled, give the CID and DAG size of Kubo's add of the whole bytes at once. Parts of
 // whole 1 MiB chunks are linked (one leaf, one node, a full node, a second level, a subtree
 // boundary inside a part, a part root two levels deep); other part sizes, and parts not laid
 // out by the profile, are added again.
 import crypto from 'node:crypto';
 import { CHUNK_BYTES, UNIXFS_ADD_OPTIONS } from '../infra/constants.js';
-import { addStream } from '../infra/kubo.js';
-import { assembleFile, PartSizeError, type AssembledFile, type PartContent } from '../infra/unixfs-file.js';
+import { addStream } from '../infra/ipfs/kubo.js';
+import { assembleFile, PartSizeError, type AssembledFile, type PartContent } from '../infra/ipfs/unixfs-file.js';
 import { kubo, MiB } from './support/content.js';
 import { stack } from './support/stack.js';
 

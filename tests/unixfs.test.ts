@@ -1,4 +1,4 @@
-// infra/unixfs.ts against Kubo: a tree built from CIDs alone has the root CID that
+// infra/ipfs/unixfs.ts against Kubo: a tree built from CIDs alone has the root CID that
 // `ipfs add -r --hidden` (the stack's Kubo, unixfs-v1-2025 profile) gives for the same tree on
 // disk, and every block it built is the block Kubo has: plain directories, HAMTs of one and
 // several levels, the threshold on both sides, and multi-block files linked by their roots.
@@ -11,8 +11,8 @@ import { UnixFS } from 'ipfs-unixfs';
 import { CID } from 'multiformats/cid';
 import * as raw from 'multiformats/codecs/raw';
 import { sha256 } from 'multiformats/hashes/sha2';
-import { binaryPath } from '../infra/stack/binaries.js';
-import { buildTree, cumulativeSize, type Block, type TreeFile } from '../infra/unixfs.js';
+import { binaryPath } from '../stack/binaries.js';
+import { buildTree, cumulativeSize, type Block, type TreeFile } from '../infra/ipfs/unixfs.js';
 import { kubo, MiB } from './support/content.js';
 import { stack, tempDir } from './support/stack.js';
 

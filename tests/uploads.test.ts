@@ -1,5 +1,5 @@
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { call, createUser, errorReason, newestFile, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { bytes, cluster, collect, kubo, kuboCid, MiB, multipart, postStream } from './support/content.js';
 import { eventually, startWorkerProcess, testTaskQueue, type WorkerProcess } from './support/worker.js';

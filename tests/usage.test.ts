@@ -2,7 +2,7 @@
 // neither pass the quota together nor be refused for one another, and every upload, replace,
 // delete, pin and unpin leaves the counter equal to the sum of the user's records.
 import type { ApiServer } from '../api/server.js';
-import { parseCid } from '../infra/cid.js';
+import { parseCid } from '../infra/ipfs/cid.js';
 import { call, createUser, plansFile, startTestApi, type TestUser } from './support/stack.js';
 import { USAGE_RECOUNT_QUIET_MS, USAGE_RECOUNT_SETTLE_MS } from '../infra/constants.js';
 import { userContentKey } from '../infra/db/by-id.js';
@@ -270,7 +270,7 @@ test('byte counts pass 2 GiB and 4 GiB without wrapping (the storage counter, ho
   // FerretDB 1.24 wraps an int32 field's `$inc` past 2^31 (measured: 2^30 + 2^30 gave -2^31).
   const user = await createUser(api);
   const GiB = 1024 * MiB;
-  const { usage, activity } = api.deps.db;
+  const { usage, analytics } = api.deps.db;
   expect(await usage.reserve(user.userId, 1.5 * GiB, 10 * GiB)).toBe(1.5 * GiB);
   expect(await usage.reserve(user.userId, GiB, 10 * GiB)).toBe(2.5 * GiB);
   expect(await usage.used(user.userId)).toBe(2.5 * GiB);
@@ -278,7 +278,7 @@ test('byte counts pass 2 GiB and 4 GiB without wrapping (the storage counter, ho
   expect(await usage.used(user.userId)).toBe(5.5 * GiB);
   expect(await usage.reserve(user.userId, 4.6 * GiB, 10 * GiB)).toBeNull();
   const at = Date.now();
-  for (let i = 0; i < 3; i++) await activity.record(user.userId, at, { gatewayBytes: 1.5 * GiB, uploadBytes: GiB, storedBytes: GiB });
-  const [day] = await activity.range(user.userId, '2000-01-01', '2999-12-31');
+  for (let i = 0; i < 3; i++) await analytics.record(user.userId, at, { gatewayBytes: 1.5 * GiB, uploadBytes: GiB, storedBytes: GiB });
+  const [day] = await analytics.range(user.userId, '2000-01-01', '2999-12-31');
   expect(day).toMatchObject({ gatewayBytes: 4.5 * GiB, uploadBytes: 3 * GiB, storedBytes: 3 * GiB });
 });

@@ -4,7 +4,7 @@
 // (the rounds linger, and the recorder counts on it), with none of them left waiting.
 import { WEBHOOK_POLL_MS, WEBHOOK_ROUND_LINGER_MS, WEBHOOK_WAKE_DELAY_MS } from '../infra/constants.js';
 import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
-import { deliveryId, recordFor } from '../infra/webhooks/events.js';
+import { deliveryId, recordFor } from '../core/webhook-events.js';
 import { api, port, receiver, user, useWebhookStack } from './support/webhooks.js';
 import { call, createUser, type TestUser } from './support/stack.js';
 import { eventually } from './support/worker.js';

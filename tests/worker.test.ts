@@ -1,7 +1,7 @@
 // The worker's logs: the Temporal SDK's own lines (worker state, webpack's bundle listing,
 // Core) go through the service's pino logger at LOG_LEVEL, like every other line.
 import fs from 'node:fs';
-import { startWorkerProcess } from '../infra/stack/services.js';
+import { startWorkerProcess } from '../stack/services.js';
 import { tempDir, testEnv } from './support/stack.js';
 
 /** Starts a worker at `level`, stops it gracefully, and returns its output, one line a row. */

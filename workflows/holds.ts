@@ -7,7 +7,7 @@
 // with it, so the last round always sees the last change. A signal naming an added record only
 // needs that record checked and the content pinned (or unpinned, if it is gone and nothing else
 // holds it); any other signal gets a full round. The same rounds run inline in the process that
-// made the change (infra/hold-sync.ts), overlapping these; this workflow is where a change goes
+// made the change (core/hold-sync.ts), overlapping these; this workflow is where a change goes
 // when that fails. Why all of them together are race-free: activities/holds.ts.
 import { continueAsNew, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';

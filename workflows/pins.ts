@@ -1,7 +1,7 @@
 // One pin request (contract: infra/temporal/contracts/pins.ts): queued → pinning → pinned, or
 // failed with TIMEOUT when the content is not fetched by the request's deadline. The API pins
 // content its Kubo has inline and starts this only for the rest (or when that did not finish:
-// api/usecases/pins.ts). It recorded the request (its hold on the content) first; this dials
+// core/pins.ts). It recorded the request (its hold on the content) first; this dials
 // the origins, asks Cluster to pin and watches Cluster until it reports the content pinned,
 // recording each step in MongoDB.
 //

@@ -7,7 +7,7 @@
 // A count that differs, or a workflow missing, is a suspect looked at again after a page of
 // users (report.ts): a reservation or a record being counted is a write in flight, and a pin
 // request's workflow starts just after its record. A request the API is pinning inline has no
-// workflow at all (api/usecases/pins.ts): a `queued` one is in flight until the sweep would
+// workflow at all (core/pins.ts): a `queued` one is in flight until the sweep would
 // start its workflow (PIN_STALLED_MS), and only reported after that.
 import { AUDIT_PAGE, PIN_STALLED_MS } from '../../infra/constants.js';
 import type { FolderRecord } from '../../infra/db/folders.js';

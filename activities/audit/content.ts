@@ -7,10 +7,10 @@
 // insert) or a pin ahead of its record's delete: a difference is a suspect, reported only if
 // a second look finds it still there (report.ts).
 import pLimit from 'p-limit';
-import { tryParseCid } from '../../infra/cid.js';
-import type { Allocation } from '../../infra/cluster.js';
+import { tryParseCid } from '../../infra/ipfs/cid.js';
+import type { Allocation } from '../../infra/ipfs/cluster.js';
 import { AUDIT_CONCURRENCY, AUDIT_PAGE } from '../../infra/constants.js';
-import { PIN_METADATA } from '../../infra/hold-sync.js';
+import { PIN_METADATA } from '../../core/hold-sync.js';
 import type { AuditPart } from '../../infra/temporal/contracts/audit.js';
 import { requestSync } from '../../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from '../deps.js';
@@ -119,7 +119,7 @@ export function createContentAudit(deps: ActivityDeps) {
   /** Every recursive pin of Kubo's is one of Cluster's (anything else is stored, and never
    * released, outside the service's accounts). A Cluster peer killed after it dropped a pin
    * from its state and before it unpinned it in Kubo leaves one; --repair unpins it in Kubo
-   * when no record holds the content (the node is the service's own: README, Limits). */
+   * when no record holds the content (the node is the service's own: docs/limits.md). */
   async function kuboMatchesCluster(f: Findings, repair: boolean, progress: () => void): Promise<void> {
     for await (const listed of batches(kubo.pin.ls({ type: 'recursive' }), AUDIT_PAGE)) {
       const batch = listed.filter((pin) => tryParseCid(pin.cid.toString())?.multihash !== EMPTY_DIRECTORY);

@@ -1,9 +1,9 @@
 // The audit of what runs and what is kept for records: the running pin and republish
 // workflows against their records (Temporal's visibility store, page by page), and the parts
 // of S3 multipart uploads kept in Kubo's MFS against the open uploads and their part records.
-import { tryParseCid } from '../../infra/cid.js';
+import { tryParseCid } from '../../infra/ipfs/cid.js';
 import { AUDIT_PAGE, S3_MAX_PARTS } from '../../infra/constants.js';
-import { dropParts, keptParts, uploadsWithParts } from '../../infra/kubo-mfs.js';
+import { dropParts, keptParts, uploadsWithParts } from '../../infra/ipfs/kubo-mfs.js';
 import type { AuditPart } from '../../infra/temporal/contracts/audit.js';
 import { DELETE_SIGNAL, ipnsJob } from '../../infra/temporal/contracts/ipns.js';
 import { pinJob } from '../../infra/temporal/contracts/pins.js';

@@ -7,9 +7,9 @@ import { openDatabase } from '../../infra/db/index.js';
 import { createTemporal } from '../../infra/temporal/client.js';
 import { auditJob, type AuditReport, type AuditWorkflow } from '../../infra/temporal/contracts/audit.js';
 import { ConfigError } from '../../infra/errors.js';
-import { createApiKey, listApiKeys } from '../usecases/apikeys.js';
-import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../usecases/errors.js';
-import { createUser, getUser, listUsers, setPlan } from '../usecases/users.js';
+import { createApiKey, listApiKeys } from '../../core/apikeys.js';
+import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../../core/errors.js';
+import { createUser, getUser, listUsers, setPlan } from '../../core/users.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
   users create --email E --name N [--plan P]   create a user and its first API key

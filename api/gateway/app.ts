@@ -1,7 +1,7 @@
 // The gateway: a surface of its own on GATEWAY_PORT. Each account's gateway is a subdomain,
 // `<slug>.<domain>` (an origin per account, so one account's pages cannot script another's),
 // serving `/ipfs/<cid>[/path]`, `/ipns/<name>[/path]` and `/folders/<name>[/path]` from the
-// stack's Kubo gateway (infra/kubo-gateway.ts) once the account's rules admit the reader and
+// stack's Kubo gateway (infra/ipfs/kubo-gateway.ts) once the account's rules admit the reader and
 // the account holds the content. Bytes stream through; every byte sent counts against the
 // account's bandwidth.
 //
@@ -10,12 +10,12 @@
 // `npm run bench -- --gateway`: 0.81 CPU ms per request with Express, 0.40 without). The
 // routes are three prefixes; errors are answered by errors.ts.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { FORWARDED_RESPONSE, type KuboGateway } from '../../infra/kubo-gateway.js';
+import { FORWARDED_RESPONSE, type KuboGateway } from '../../infra/ipfs/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import { HttpError } from '../http.js';
-import type { BandwidthMeter } from '../usecases/bandwidth.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { NotFound, Unavailable } from '../usecases/errors.js';
+import type { BandwidthMeter } from '../../core/bandwidth.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { NotFound, Unavailable } from '../../core/errors.js';
 import {
   admitReader,
   findGatewayFolder,
@@ -24,12 +24,12 @@ import {
   openAccountGateway,
   type GatewayAccount,
   type GatewayNamespace,
-} from '../usecases/gateway.js';
-import type { HeldMemory } from '../usecases/held.js';
+} from '../../core/gateway.js';
+import type { HeldMemory } from '../../core/held.js';
 import { createAnswerMemory, type AnswerMemory, type KeptAnswer } from '../answers.js';
-import { servesHostName } from '../usecases/edge.js';
+import { servesHostName } from '../../core/edge.js';
 import { edgeDecision } from '../edge.js';
-import { EDGE_KEEP_HEADER } from '../../infra/edge/protocol.js';
+import { EDGE_KEEP_HEADER } from '../../edge/protocol.js';
 import { allowAtEdge, EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from './edge.js';
 import { sendError } from './errors.js';
 

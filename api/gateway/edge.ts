@@ -1,9 +1,9 @@
-// The gateway's side of the edge (infra/stack/edge.ts). For a read, the edge first asks this
+// The gateway's side of the edge (stack/edge.ts). For a read, the edge first asks this
 // gateway for the access decision (a GET of /_edge/gateway carrying the reader's Host, headers
 // and, in X-Forwarded-*, its method, URI and address); the same handler that serves reads
 // decides, and either answers the reader itself (an error in its documented shape, or a small
 // answer it keeps in memory: api/gateway/app.ts), which the edge passes on (and may keep, when
-// marked so: infra/edge/caddy/answers.go), or
+// marked so: edge/caddy/answers.go), or
 // answers with what the edge needs to serve the bytes from Kubo's gateway: the path there, the
 // account to meter, the reader's CORS headers and, for /ipns and /folders, the path and
 // lifetime the reader sees. The edge then reports each answer's size in its access log, sent
@@ -12,11 +12,11 @@
 import type { ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
-import type { BandwidthMeter } from '../usecases/bandwidth.js';
-import type { GatewayNamespace, GatewayTarget } from '../usecases/gateway.js';
-import { EDGE_HEADERS } from '../../infra/edge/protocol.js';
+import type { BandwidthMeter } from '../../core/bandwidth.js';
+import type { GatewayNamespace, GatewayTarget } from '../../core/gateway.js';
+import { EDGE_HEADERS } from '../../edge/protocol.js';
 
-export { EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from '../../infra/edge/protocol.js';
+export { EDGE_DECISION_PATH, EDGE_TLS_ASK_PATH } from '../../edge/protocol.js';
 
 const CORS_COPIES: [string, string][] = [
   ['Access-Control-Allow-Origin', EDGE_HEADERS.corsOrigin],

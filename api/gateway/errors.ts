@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../infra/logger.js';
 import { HttpError } from '../http.js';
-import { secondsToNextMonth } from '../usecases/bandwidth.js';
+import { secondsToNextMonth } from '../../core/bandwidth.js';
 import {
   asStupaError,
   Forbidden,
@@ -17,7 +17,7 @@ import {
   StupaError,
   Unauthenticated,
   Unavailable,
-} from '../usecases/errors.js';
+} from '../../core/errors.js';
 
 const TABLE: [new (...args: never[]) => StupaError, number, (err: never) => Record<string, string>][] = [
   [InvalidInput, 400, () => ({})],

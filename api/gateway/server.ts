@@ -2,11 +2,11 @@
 // gateway keeps: its connection pool to Kubo's gateway, the bandwidth meter and the memory of
 // holds; with EDGE_REPORT_PORT, the listener for the edge's reports of bytes it served.
 import type { Config } from '../../infra/config.js';
-import { createKuboGateway } from '../../infra/kubo-gateway.js';
+import { createKuboGateway } from '../../infra/ipfs/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
-import { createBandwidthMeter } from '../usecases/bandwidth.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { createHeldMemory } from '../usecases/held.js';
+import { createBandwidthMeter } from '../../core/bandwidth.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { createHeldMemory } from '../../core/held.js';
 import { listen, type Listening } from '../listen.js';
 import { createGatewayHandler } from './app.js';
 import { startEdgeReports } from './edge.js';

@@ -1,6 +1,6 @@
-// The IPFS Pinning Service API v1.0.0 under /psa (decisions.md), so that
+// The IPFS Pinning Service API v1.0.0 under /psa (docs/api/contract.md, "Pinning Service API"), so that
 // `ipfs pin remote service add NAME http://HOST/psa KEY` works. One more surface over the pin
-// use-cases (api/usecases/pins.ts): the same requests, holds and workflows as /pin, in the
+// use-cases (core/pins.ts): the same requests, holds and workflows as /pin, in the
 // spec's shapes (shapes.ts). Authentication and the rate limit are the REST guard's (Bearer
 // API keys); failures leave as the spec's Failure, which is the service's error shape, with
 // one mapping of the spec's own: a plan limit is 409 (the spec's INSUFFICIENT_FUNDS case).
@@ -9,9 +9,9 @@ import { HttpError } from '../rest/errors.js';
 import { caller } from '../rest/http/auth.js';
 import { resource, type RouterOptions } from '../rest/http/routing.js';
 import { jsonBody, parse } from '../rest/http/validate.js';
-import { cidInput } from '../usecases/content.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { InvalidInput, LimitReached } from '../usecases/errors.js';
+import { cidInput } from '../../core/content.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { InvalidInput, LimitReached } from '../../core/errors.js';
 import {
   deletePinRequest,
   findPins,
@@ -20,7 +20,7 @@ import {
   replacePinRequest,
   requestPin,
   type PinRequest,
-} from '../usecases/pins.js';
+} from '../../core/pins.js';
 import { listQuery, pinBody, pinStatus } from './shapes.js';
 
 const toRequest = (body: unknown): PinRequest => {

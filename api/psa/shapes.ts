@@ -1,10 +1,10 @@
-// The pinning service API's shapes (../shared/spec/ipfs-pinning-service.yaml, v1.0.0): the
+// The pinning service API's shapes (v1.0.0; docs/api/contract.md, "Pinning Service API"): the
 // PinStatus it answers, and its list query read from the URL. Only properties the spec defines
 // leave here; every failure is a use-case error or InvalidInput, answered as the spec's Failure.
 import { z } from 'zod';
-import type { PinQuery, PinRecord } from '../usecases/pins.js';
-import { cidInput, metadataSchema, origin } from '../usecases/content.js';
-import { InvalidInput } from '../usecases/errors.js';
+import type { PinQuery, PinRecord } from '../../core/pins.js';
+import { cidInput, metadataSchema, origin } from '../../core/content.js';
+import { InvalidInput } from '../../core/errors.js';
 
 const STATUSES = ['queued', 'pinning', 'pinned', 'failed'] as const;
 const MATCHES = ['exact', 'iexact', 'partial', 'ipartial'] as const;

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { analyticsPeriod, getAnalytics } from '../usecases/analytics.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { getProfile } from '../usecases/profile.js';
+import { analyticsPeriod, getAnalytics } from '../../core/analytics.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { getProfile } from '../../core/profile.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { parse } from './http/validate.js';

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { API_KEY_MAX_EXPIRES_IN_S, API_KEY_MIN_EXPIRES_IN_S } from '../../infra/constants.js';
-import { createApiKey, deleteApiKey, listApiKeys } from '../usecases/apikeys.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
+import { createApiKey, deleteApiKey, listApiKeys } from '../../core/apikeys.js';
+import type { UseCaseDeps } from '../../core/deps.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';

@@ -1,17 +1,17 @@
 // The REST API as an Express app, built from the use-cases' components (no globals), so tests
 // run it in-process against the real stack on an ephemeral port. Each capability's router is
-// one file here; what it does is in the same-named use-case (api/usecases/).
+// one file here; what it does is in the same-named use-case (core/).
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { type Express } from 'express';
 import { requestLog } from '../http.js';
-import { checkCluster, type ClusterClient } from '../../infra/cluster.js';
-import { checkKubo } from '../../infra/kubo.js';
-import { checkKuboGateway } from '../../infra/kubo-gateway.js';
+import { checkCluster, type ClusterClient } from '../../infra/ipfs/cluster.js';
+import { checkKubo } from '../../infra/ipfs/kubo.js';
+import { checkKuboGateway } from '../../infra/ipfs/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import { projectRoot } from '../../infra/paths.js';
 import type { Temporal } from '../../infra/temporal/client.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
+import type { UseCaseDeps } from '../../core/deps.js';
 import { analyticsRoutes } from './analytics.js';
 import { apiKeyRoutes } from './apikeys.js';
 import { consoleRoutes } from './console.js';

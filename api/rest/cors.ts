@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { deleteCors, getCors, putCors } from '../usecases/cors.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
+import { deleteCors, getCors, putCors } from '../../core/cors.js';
+import type { UseCaseDeps } from '../../core/deps.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';

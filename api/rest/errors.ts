@@ -1,5 +1,5 @@
 // How the REST API answers failures: every one leaves as {"error": {"reason", "details"}}.
-// Use-case errors (api/usecases/errors.ts) get their status from the one table below; the few
+// Use-case errors (core/errors.ts) get their status from the one table below; the few
 // failures that only HTTP has (a method, a media type, a body) are HttpErrors with their own
 // status. Anything else is logged and answered 500 without internals.
 import type { ErrorRequestHandler, RequestHandler } from 'express';
@@ -21,7 +21,7 @@ import {
   UnsupportedContent,
   Unprocessable,
   TooLarge,
-} from '../usecases/errors.js';
+} from '../../core/errors.js';
 import { HttpError } from '../http.js';
 
 export { HttpError };

@@ -1,29 +1,14 @@
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
-import { cidInput, MB } from '../usecases/content.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { deleteFile, fileRef, getFileByCid, findFile, listFiles, moveFile, renameFile, type FileRecord } from '../usecases/files.js';
-import { contentLinkBase } from '../usecases/gateway.js';
+import { cidInput } from '../../core/content.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { deleteFile, fileRef, getFileByCid, findFile, listFiles, moveFile, renameFile, type FileRecord } from '../../core/files.js';
+import { contentLinkBase } from '../../core/gateway.js';
+import { restFile } from '../../core/views.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
-
-/** A file as the REST API shows it, with its links. */
-export const restFile = (f: FileRecord, gatewayUrl: string) => ({
-  id: f._id,
-  cid: f.cid,
-  name: f.name,
-  description: f.description,
-  size: f.size,
-  sizeMB: Math.round((f.size / MB) * 1e6) / 1e6,
-  mimeType: f.mimeType,
-  folderId: f.folderId,
-  metadata: f.metadata,
-  createdAt: f.createdAt,
-  updatedAt: f.updatedAt,
-  uris: { ipfs: `ipfs://${f.cid}`, gateway: `${gatewayUrl}/ipfs/${f.cid}` },
-});
 
 const time = z.coerce.number().int().min(0);
 const listQuery = z

@@ -1,18 +1,16 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
-import { cidInput } from '../usecases/content.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { createFolder, deleteFolder, getFolder, listFolders, updateFolder, type FolderView } from '../usecases/folders.js';
-import { deleteSnapshot, listSnapshots, snapshotStatus, startSnapshot, type SnapshotJobView } from '../usecases/snapshots.js';
-import type { SnapshotRecord } from '../../infra/db/snapshots.js';
+import { cidInput } from '../../core/content.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { createFolder, deleteFolder, getFolder, listFolders, updateFolder, type FolderView } from '../../core/folders.js';
+import { deleteSnapshot, listSnapshots, snapshotStatus, startSnapshot, type SnapshotJobView } from '../../core/snapshots.js';
+import { restSnapshot } from '../../core/views.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
 
-export const restSnapshot = (s: SnapshotRecord) => ({ cid: s.cid, takenAt: s.takenAt, fileCount: s.fileCount, totalSize: s.totalSize });
-
-/** A folder as the REST API shows it (decisions.md). */
+/** A folder as the REST API shows it (docs/api/contract.md, "Folders"). */
 export const restFolder = (f: FolderView) => ({
   folderId: f._id,
   name: f.name,

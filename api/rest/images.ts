@@ -1,12 +1,12 @@
-// GET /image/:cid: image derivatives (api/usecases/images.ts), without an API key so that
+// GET /image/:cid: image derivatives (core/images.ts), without an API key so that
 // `<img src>` works. Content no account holds is 404; what a derivative is made of is in the
 // use-case. Derivatives are immutable (a new source is a new CID), so they are cached by
 // clients and CDNs for a year and revalidated by ETag.
 import { Router } from 'express';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { cidInput } from '../usecases/content.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { createImages, imageQuery } from '../usecases/images.js';
+import { cidInput } from '../../core/content.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { createImages, imageQuery } from '../../core/images.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { parse } from './http/validate.js';
 

@@ -1,8 +1,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { InvalidInput } from '../usecases/errors.js';
-import { createIpnsName, deleteIpnsName, dnsLinkFor, getIpnsName, listIpnsNames, publishIpns, resolveIpns } from '../usecases/ipns.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { InvalidInput } from '../../core/errors.js';
+import { createIpnsName, deleteIpnsName, dnsLinkFor, getIpnsName, listIpnsNames, publishIpns, resolveIpns } from '../../core/ipns.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';

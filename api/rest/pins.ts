@@ -1,28 +1,13 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { cidInput, metadataSchema, origin } from '../usecases/content.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { InvalidInput } from '../usecases/errors.js';
-import { deletePin, getPin, requestPin, type PinRecord } from '../usecases/pins.js';
+import { cidInput, metadataSchema, origin } from '../../core/content.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { InvalidInput } from '../../core/errors.js';
+import { deletePin, getPin, requestPin } from '../../core/pins.js';
+import { restPin } from '../../core/views.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';
-
-/** A pin request as the REST API shows it. */
-export const restPin = (p: PinRecord) => ({
-  requestId: p.requestId,
-  cid: p.cid,
-  status: p.status,
-  name: p.name,
-  description: p.description,
-  origins: p.origins,
-  metadata: p.metadata,
-  size: p.size,
-  createdAt: p.createdAt,
-  updatedAt: p.updatedAt,
-  pinnedAt: p.pinnedAt,
-  error: p.error,
-});
 
 const pinBody = z.strictObject({
   cid: z.string().min(1),

@@ -3,8 +3,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SIGNED_TOKEN_MAX_EXPIRES_IN_S } from '../../infra/constants.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
-import { createSignedToken, listSignedTokens, revokeSignedToken } from '../usecases/signed-tokens.js';
+import type { UseCaseDeps } from '../../core/deps.js';
+import { createSignedToken, listSignedTokens, revokeSignedToken } from '../../core/signed-tokens.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';

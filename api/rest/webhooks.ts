@@ -1,10 +1,10 @@
 // Webhooks: endpoints, their delivery logs, redelivery and a test event
-// (api/usecases/webhooks.ts).
+// (core/webhooks.ts).
 import { Router } from 'express';
 import { z } from 'zod';
 import { LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT } from '../../infra/constants.js';
-import { WEBHOOK_EVENT_TYPES } from '../../infra/webhooks/events.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
+import { WEBHOOK_EVENT_TYPES } from '../../core/webhook-events.js';
+import type { UseCaseDeps } from '../../core/deps.js';
 import {
   createWebhook,
   deleteWebhook,
@@ -14,7 +14,7 @@ import {
   redeliver,
   sendTestEvent,
   updateWebhook,
-} from '../usecases/webhooks.js';
+} from '../../core/webhooks.js';
 import { caller } from './http/auth.js';
 import { resource, type RouterOptions } from './http/routing.js';
 import { jsonBody, parse } from './http/validate.js';

@@ -7,9 +7,9 @@ import crypto from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { API_KEY_PREFIX_LENGTH, REFUSED_BODY_DRAIN_BYTES } from '../../infra/constants.js';
 import { unseal } from '../../infra/secrets.js';
-import { countRequest } from '../usecases/access.js';
-import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration } from '../usecases/cors.js';
-import type { Caller } from '../usecases/deps.js';
+import { countRequest } from '../../core/access.js';
+import { corsResponseHeaders, matchCorsRule, requestedHeaders, type CorsConfiguration } from '../../core/cors.js';
+import type { Caller } from '../../core/deps.js';
 import { getObjectAttributesHandler } from './attributes.js';
 import { authenticate } from './auth.js';
 import { takeEdgeDecision } from './edge.js';
@@ -125,7 +125,7 @@ function route(method: string, q: URLSearchParams, bucket: string | null, key: s
 }
 
 const unsetConfiguration = (code: S3ErrorCode) => async (ctx: S3Context, bucket: string) => {
-  const { ownBucket } = await import('../usecases/s3/buckets.js');
+  const { ownBucket } = await import('../../core/s3/buckets.js');
   await ownBucket(ctx.deps, ctx.caller, bucket);
   throw new S3Error(code, 'The configuration does not exist');
 };
@@ -135,7 +135,7 @@ async function notImplemented(): Promise<void> {
 }
 
 async function objectAcl(ctx: S3Context, bucket: string, key: string): Promise<void> {
-  const { getObject } = await import('../usecases/s3/objects.js');
+  const { getObject } = await import('../../core/s3/objects.js');
   await getObject(ctx.deps, ctx.caller, bucket, key);
   await buckets.putAcl(ctx, bucket);
 }

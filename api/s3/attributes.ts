@@ -3,7 +3,7 @@
 // StorageClass, ObjectSize). A composite checksum is given without its `-<parts>`, as S3 answers,
 // and a multipart object's parts as their count and a page of them (number, size, checksum).
 import { CHECKSUM_LABELS, checksumTypeOf, type ChecksumName } from '../../infra/checksums.js';
-import { getObject, type ObjectRecord } from '../usecases/s3/objects.js';
+import { getObject, type ObjectRecord } from '../../core/s3/objects.js';
 import { sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
 

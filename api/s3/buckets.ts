@@ -2,9 +2,9 @@
 // the bucket's CORS configuration (the folder's document, shared with REST and the gateway),
 // and the configurations clients read without this service having them (versioning, object
 // lock, ACLs), answered as S3 answers a bucket without them.
-import { createBucket, deleteBucket, listBuckets, ownBucket } from '../usecases/s3/buckets.js';
-import { deleteCors, getCors, putCors, type CorsInput } from '../usecases/cors.js';
-import { StupaError } from '../usecases/errors.js';
+import { createBucket, deleteBucket, listBuckets, ownBucket } from '../../core/s3/buckets.js';
+import { deleteCors, getCors, putCors, type CorsInput } from '../../core/cors.js';
+import { StupaError } from '../../core/errors.js';
 import { readSmallBody } from './body.js';
 import { isoDate, owner, sendEmpty, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
@@ -100,7 +100,7 @@ export async function objectLockOfObject(ctx: S3Context, bucket: string): Promis
 export async function getAcl(ctx: S3Context, bucket: string): Promise<void> {
   await ownBucket(ctx.deps, ctx.caller, bucket);
   if (ctx.key !== null) {
-    const { getObject } = await import('../usecases/s3/objects.js');
+    const { getObject } = await import('../../core/s3/objects.js');
     await getObject(ctx.deps, ctx.caller, bucket, ctx.key);
   }
   sendXml(ctx, 200, 'AccessControlPolicy', {

@@ -7,9 +7,9 @@
 // Each write checks the condition in the record's write itself (its filter, infra/db/objects.ts),
 // so of two conditional writes racing on one key only one wins; the surface also checks it
 // before reading a body, to refuse early. CompleteMultipartUpload's is kept on the upload and
-// checked when the worker's job records the object (usecases/s3/multipart.ts): when it fails
+// checked when the worker's job records the object (core/s3/multipart.ts): when it fails
 // there, the upload is open again with its parts, and the waiting request answers 412.
-import { checkCondition, getObject, type DeleteCondition, type EtagCondition, type ObjectRecord } from '../usecases/s3/objects.js';
+import { checkCondition, getObject, type DeleteCondition, type EtagCondition, type ObjectRecord } from '../../core/s3/objects.js';
 import type { S3Context } from './context.js';
 import { S3Error } from './errors.js';
 import { toS3Error } from './failures.js';

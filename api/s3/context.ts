@@ -2,11 +2,11 @@
 // headers every object answer carries.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { checksumTypeOf } from '../../infra/checksums.js';
-import type { KuboGateway } from '../../infra/kubo-gateway.js';
+import type { KuboGateway } from '../../infra/ipfs/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
 import type { AnswerMemory } from '../answers.js';
-import type { Caller, UseCaseDeps } from '../usecases/deps.js';
-import type { ObjectRecord } from '../usecases/s3/objects.js';
+import type { Caller, UseCaseDeps } from '../../core/deps.js';
+import type { ObjectRecord } from '../../core/s3/objects.js';
 import type { Authenticated } from './auth.js';
 import { S3Error } from './errors.js';
 import { toXml } from './xml.js';

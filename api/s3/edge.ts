@@ -1,4 +1,4 @@
-// S3's side of the edge (infra/edge/caddyfile.ts). Every GET reaches this surface first as a
+// S3's side of the edge (edge/caddyfile.ts). Every GET reaches this surface first as a
 // decision (a GET of /_edge/s3 carrying the reader's headers and, in X-Forwarded-*, its method
 // and URI): the request is authenticated and routed as the reader sent it, and every answer is
 // the surface's own — an error, a listing, a 304 — which the edge passes on unchanged. Only
@@ -8,7 +8,7 @@
 // answered here from the small-answer memory (api/answers.ts), which costs less than a second
 // trip through the edge to Kubo.
 import type { IncomingMessage } from 'node:http';
-import { EDGE_HEADERS, EDGE_S3_DECISION_PATH, EDGE_SECRET_HEADER } from '../../infra/edge/protocol.js';
+import { EDGE_HEADERS, EDGE_S3_DECISION_PATH, EDGE_SECRET_HEADER } from '../../edge/protocol.js';
 import { edgeDecision } from '../edge.js';
 
 /** Whether the edge asks: the request then stands for the reader's (its method and URI). */

@@ -1,4 +1,4 @@
-// The S3 surface's one table from use-case errors (api/usecases/errors.ts) to S3's error
+// The S3 surface's one table from use-case errors (core/errors.ts) to S3's error
 // codes. Reasons the use-cases give for S3's own cases map one to one; the rest by class.
 import {
   asStupaError,
@@ -17,7 +17,7 @@ import {
   Unavailable,
   Unprocessable,
   UnsupportedContent,
-} from '../usecases/errors.js';
+} from '../../core/errors.js';
 import { S3Error, type S3ErrorCode } from './errors.js';
 
 const BY_REASON: Record<string, S3ErrorCode> = {

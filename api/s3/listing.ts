@@ -1,8 +1,8 @@
 // ListObjectsV2, ListObjects (v1, which rclone and s3cmd use), ListObjectVersions (an
 // unversioned bucket's listing, for cleanup code that asks) and ListMultipartUploads.
 import { S3_MAX_KEYS } from '../../infra/constants.js';
-import { listObjects, type Listing } from '../usecases/s3/listing.js';
-import { listUploads } from '../usecases/s3/multipart.js';
+import { listObjects, type Listing } from '../../core/s3/listing.js';
+import { listUploads } from '../../core/s3/multipart.js';
 import { isoDate, owner, quoted, sendXml, type S3Context } from './context.js';
 import { S3Error } from './errors.js';
 

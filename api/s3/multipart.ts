@@ -1,5 +1,5 @@
 // Multipart uploads: Create, UploadPart, Complete (a durable workflow assembles the object:
-// api/usecases/s3/multipart.ts), Abort, ListParts.
+// core/s3/multipart.ts), Abort, ListParts.
 import {
   CHECKSUM_LABELS,
   CHECKSUM_NAMES,
@@ -11,7 +11,7 @@ import {
 } from '../../infra/checksums.js';
 import { S3_MAX_KEYS } from '../../infra/constants.js';
 import type { ObjectChecksums } from '../../infra/db/objects.js';
-import { abortMultipart, completeUpload, createUpload, listParts, uploadPart, type ListedPart } from '../usecases/s3/multipart.js';
+import { abortMultipart, completeUpload, createUpload, listParts, uploadPart, type ListedPart } from '../../core/s3/multipart.js';
 import { readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
 import { checksumHeaders, cidHeaders, isoDate, objectDetailsOf, quoted, sendEmpty, sendXml, type S3Context } from './context.js';
@@ -19,7 +19,7 @@ import { S3Error } from './errors.js';
 import { checkWriteConditions } from './conditions.js';
 import { copySource, copySourceCheck, objectBody } from './objects.js';
 import { parseXml } from './xml.js';
-import { copyPart } from '../usecases/s3/part-copy.js';
+import { copyPart } from '../../core/s3/part-copy.js';
 
 const header = (ctx: S3Context, name: string) => {
   const value = ctx.req.headers[name];
@@ -102,7 +102,7 @@ function copyRange(header: string | undefined, size: number): { offset: number; 
   return { offset: first, length: last - first + 1 };
 }
 
-/** UploadPartCopy: the part is (a range of) an object of the caller's (api/usecases/s3/part-copy.ts). */
+/** UploadPartCopy: the part is (a range of) an object of the caller's (core/s3/part-copy.ts). */
 async function uploadPartCopyHandler(ctx: S3Context, bucket: string, key: string): Promise<void> {
   const partNumber = partNumberOf(ctx);
   const from = copySource(String(ctx.req.headers['x-amz-copy-source']));

@@ -1,11 +1,11 @@
 // Object operations: PutObject, GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject.
 // Bytes go in through the upload use-case (verified on the way: api/s3/body.ts) and come out of
-// Kubo's own gateway (infra/kubo-gateway.ts), which serves ranges of UnixFS files.
+// Kubo's own gateway (infra/ipfs/kubo-gateway.ts), which serves ranges of UnixFS files.
 import { pipeline } from 'node:stream/promises';
 import { checksumTypeOf } from '../../infra/checksums.js';
 import pLimit from 'p-limit';
 import { ANSWER_MAX_BYTES, S3_DELETE_CONCURRENCY } from '../../infra/constants.js';
-import { copyObject, deleteObject, etagListed, getObject, putObject, type ObjectRecord } from '../usecases/s3/objects.js';
+import { copyObject, deleteObject, etagListed, getObject, putObject, type ObjectRecord } from '../../core/s3/objects.js';
 import { decodeBody, readSmallBody } from './body.js';
 import { assertPrivateAcl } from './buckets.js';
 import {

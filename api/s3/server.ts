@@ -1,8 +1,8 @@
 // Starts the S3 interface on S3_PORT over the API process's components, with its own
 // connection pool to Kubo's gateway (objects are read from it) and its memory of small objects.
-import { createKuboGateway } from '../../infra/kubo-gateway.js';
+import { createKuboGateway } from '../../infra/ipfs/kubo-gateway.js';
 import type { Logger } from '../../infra/logger.js';
-import type { UseCaseDeps } from '../usecases/deps.js';
+import type { UseCaseDeps } from '../../core/deps.js';
 import { createAnswerMemory } from '../answers.js';
 import { listen, type Listening } from '../listen.js';
 import { createS3Handler } from './app.js';

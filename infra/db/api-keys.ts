@@ -39,7 +39,7 @@ export function createApiKeyStore(conn: Connection) {
   // Every request needs its key: a key found is remembered for AUTH_MEMORY_MS (by-id.ts), and
   // the reads of the keys not remembered share one query (batch.ts). A key deleted through any
   // process is let go of by all of them within that time, which its deletion waits out before
-  // it answers (api/usecases/apikeys.ts).
+  // it answers (core/apikeys.ts).
   const remembered = rememberReads(batchedById(Keys), AUTH_MEMORY_MS);
   const get = remembered.get;
   const uses = createUseRecorder(Keys);

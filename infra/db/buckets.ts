@@ -1,5 +1,5 @@
 // S3 buckets: a globally unique name owned by one user and backed by one of that user's
-// folders (decisions.md). The name is the `_id`, so "globally unique" is the unique `_id`.
+// folders (docs/api/contract.md, "S3 buckets"). The name is the `_id`, so "globally unique" is the unique `_id`.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';
 import { batchedById } from './batch.js';
@@ -13,7 +13,7 @@ export interface BucketRecord {
   /** The top-level folder that backs it (its snapshots are the bucket's directory CIDs). */
   folderId: string;
   createdAt: number;
-  /** Set by DeleteBucket between its last emptiness check and the delete (api/usecases/s3/buckets.ts). */
+  /** Set by DeleteBucket between its last emptiness check and the delete (core/s3/buckets.ts). */
   deletingSince?: number;
 }
 

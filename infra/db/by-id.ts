@@ -5,7 +5,7 @@
 // "one per user and content" a unique-key fact rather than a check. (Files are not: the same
 // content may be several files of a user, each with its own id, files.ts.) History: FerretDB 1.24 on SQLite
 // (the default server) handed SQLite a WHERE clause only for a filter that was exactly
-// `{ _id }`; the stack's patched build (infra/stack/patches/ferretdb/) now also serves other
+// `{ _id }`; the stack's patched build (stack/patches/ferretdb/) now also serves other
 // indexed filters, but reads by `_id` stay the cheapest (measured: 2.2 ms for a findOne by
 // `_id` at 200,000 documents, through the MongoDB driver).
 
@@ -45,7 +45,7 @@ export function coalesceReads<T>(read: (id: string) => Promise<T>): (id: string)
  * The time counts from when the caller asked, before the read was sent, on the monotonic
  * clock: whatever the read returned was stored no later than that, so an entry is never used
  * `ttlMs` after a change stored before its read. That is the bound a writer may wait out to know
- * every process has let go of the old record (api/usecases/apikeys.ts deleteApiKey).
+ * every process has let go of the old record (core/apikeys.ts deleteApiKey).
  */
 export function rememberReads<T>(read: (id: string) => Promise<T | null>, ttlMs: number) {
   const found = new Map<string, { value: T; until: number }>();

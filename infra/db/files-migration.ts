@@ -12,7 +12,7 @@
 // unsorted, and what a page migrated is gone from the next: on the stack's FerretDB a range of
 // `_id`s sorted by `_id` is a scan and a sort of the whole table per page (measured: 0.8 s a
 // page at 100,000 records), unsorted it stops at the first 1,000 (30 ms). Measured by
-// `npm run bench -- --migrate` (README).
+// `npm run bench -- --migrate` (docs/measurements.md).
 import type { mongo } from 'mongoose';
 import { hashedBase62 } from '../secrets.js';
 import type { CounterStore } from './counters.js';

@@ -26,7 +26,7 @@ export interface FileRecord {
   description: string | null;
   size: number;
   /** The cumulative size of the content's blocks, linking it into a snapshot's directory
-   * (infra/unixfs.ts); null for records from before it was kept. */
+   * (infra/ipfs/unixfs.ts); null for records from before it was kept. */
   dagSize?: number | null;
   mimeType: string;
   folderId: string | null;

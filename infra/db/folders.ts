@@ -12,10 +12,10 @@ export interface FolderRecord {
   name: string;
   /** null: at the top level. */
   parentFolderId: string | null;
-  /** Files directly in the folder, counted as they come and go (usecases/folders.ts
+  /** Files directly in the folder, counted as they come and go (core/folders.ts
    * fileMoved). Absent on folders made before it was counted: those count at each read. */
   fileCount?: number;
-  /** The listing digest of the snapshot job last asked for (usecases/snapshots.ts), so its
+  /** The listing digest of the snapshot job last asked for (core/snapshots.ts), so its
    * status is found without listing the folder again. */
   snapshotDigest?: string;
   createdAt: number;

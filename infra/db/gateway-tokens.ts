@@ -2,7 +2,7 @@
 // one. Found by prefix (`_id`, the token's first 12 characters) and compared by SHA-256
 // digest, like API keys, and remembered like them: a token found is kept for AUTH_MEMORY_MS
 // (by-id.ts; reads of tokens not kept share one query: batch.ts), and a token's deletion answers
-// only after that time (api/usecases/gateway-access.ts), so once answered it stops working in
+// only after that time (core/gateway-access.ts), so once answered it stops working in
 // every process.
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';

@@ -1,5 +1,5 @@
 // The log of hold changes: the sweep's input. Every change to a record that holds content is
-// appended here before its sync signal is sent (infra/hold-sync.ts), so a signal lost while
+// appended here before its sync signal is sent (core/hold-sync.ts), so a signal lost while
 // Temporal is down is still on record, and the sweep (activities/holds.ts) checks only the
 // content that changed since its watermark instead of every held CID and every Cluster pin.
 import crypto from 'node:crypto';
@@ -17,7 +17,7 @@ export interface CountedIn {
   userId: string;
   folders?: (string | null | undefined)[];
   /** The user's storage counter may be off: a write of it was sent and its answer lost, or a
-   * give-back failed (api/usecases/content.ts). The sweep recounts the user. */
+   * give-back failed (core/content.ts). The sweep recounts the user. */
   recount?: boolean;
 }
 

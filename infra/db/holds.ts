@@ -5,7 +5,7 @@
 //
 // Why derived: every change is then the insert or delete (or status change) of the record
 // itself, followed by a round that reads the holds fresh and makes IPFS Cluster match
-// (infra/hold-sync.ts; activities/holds.ts has the argument that this is race-free). A counter
+// (core/hold-sync.ts; activities/holds.ts has the argument that this is race-free). A counter
 // or holder array in one document cannot work on FerretDB 1.24: its updates are a read followed
 // by a write with no lock between them, so concurrent `$inc`, `$addToSet` or `$pull` lose
 // changes (measured here: 200 concurrent `$inc` counted 13).
@@ -53,7 +53,7 @@ export function heldQueries<T>(
   type Row = { multihash: string; cid: string };
   const exists = async (multihash: string) => (await records.exists({ ...holding, multihash })) !== null;
   // Whether any record holds each multihash, for the reads that come together (a removal's round
-  // asks every kind twice, an IPNS publish asks files of two targets: infra/hold-sync.ts): one
+  // asks every kind twice, an IPNS publish asks files of two targets: core/hold-sync.ts): one
   // `$in` query a batch instead of one `exists` a read. A query returns every matching row, so
   // it takes at most HELD_ROWS_PER_MULTIHASH rows each; when content held by many records fills
   // that, the multihashes it left out are asked one by one.
@@ -104,7 +104,7 @@ export function existenceHolder<T extends { _id: string; userId: string; cid: st
   records: Model<T>,
 ): HolderKind {
   type Row = Pick<T, '_id' | 'userId' | 'cid' | 'multihash'>;
-  // Every upload asks right after its pin (infra/hold-sync.ts): those asked together are read
+  // Every upload asks right after its pin (core/hold-sync.ts): those asked together are read
   // together (batch.ts).
   const exists = batchedReads(async (keys) => {
     const rows = await records

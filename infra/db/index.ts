@@ -3,7 +3,7 @@
 // has none, and these are also what scales on a real MongoDB).
 import mongoose, { type Model } from 'mongoose';
 import { count } from './count.js';
-import { createActivityStore } from './activity.js';
+import { createAnalyticsStore } from './analytics.js';
 import { createApiKeyStore } from './api-keys.js';
 import { createBucketStore } from './buckets.js';
 import { createCorsStore } from './cors.js';
@@ -93,7 +93,7 @@ export async function openDatabase(uri: string) {
     count: (kind, userId, multihash) => kinds[kind].count(userId, multihash),
   };
   const usage = createUsageStore(connection, locks, holdsFromRecords, userRecords);
-  const activity = createActivityStore(connection);
+  const analytics = createAnalyticsStore(connection);
   const audits = createAuditStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   await webhooks.dropOldIndexes();
@@ -123,7 +123,7 @@ export async function openDatabase(uri: string) {
     usage,
     /** One user's records by content (infra/db/usage-tally.ts). */
     userRecords,
-    activity,
+    analytics,
     locks,
     /** MongoDB operations sent since the process started, by `<method> <collection>`. */
     operations: (): ReadonlyMap<string, number> => operations,

@@ -262,7 +262,7 @@ export function createIpnsNameStore(conn: Connection) {
       together({ ipnsName, userId, target, at }),
 
     /** Whether this process made the record's last publish (so stored its record in order with
-     * its own later ones, infra/ipns.ts). */
+     * its own later ones, infra/ipfs/ipns.ts). */
     publishedHere: (record: IpnsNameRecord): boolean => record.publishedBy === publisher,
 
     /** Notes how the last republish went. */

@@ -1,6 +1,6 @@
 // S3 multipart uploads and their parts. A part's bytes are in Kubo from the moment it is
 // answered (kept out of the garbage collector under the upload's own MFS directory,
-// usecases/s3/multipart.ts); its record says where and what the client was told (its ETag).
+// core/s3/multipart.ts); its record says where and what the client was told (its ETag).
 // Each part's bytes are reserved against the owner's storage until the upload completes (the
 // object's hold takes over) or is aborted (given back).
 import type { Connection, Model } from 'mongoose';

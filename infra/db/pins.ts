@@ -186,7 +186,7 @@ export function createPinStore(conn: Connection) {
     },
 
     /** The user's requests matching the query, newest first (creation times are unique per
-     * user: api/usecases/pins.ts stamps them), at most `limit`. */
+     * user: core/pins.ts stamps them), at most `limit`. */
     search: (userId: string, q: PinQuery, limit: number) =>
       Pins.find(matching(userId, q)).sort({ createdAt: -1, _id: -1 }).limit(limit).lean<PinRecord[]>().exec(),
 

@@ -125,7 +125,7 @@ export function createUsageBatches(parts: Parts) {
       };
     });
     // A connection that closes under this insert fails every step of the batch. A step sent
-    // again by its request (api/usecases/content.ts, completing) may then meet its own document
+    // again by its request (core/content.ts, completing) may then meet its own document
     // and count a second holder; that document's `settling` is never brought down, so the sweep
     // recounts the user (activities/counts.ts).
     const inserted = await insertUnordered(Holds, docs);

@@ -36,7 +36,7 @@
 // The quota: an upload reserves what holding it as a file would add with one conditional
 // update of `used` (`reserve`: the whole size first, and only if that does not fit what the
 // holding document says it adds, nothing when the user pins it already or uploaded it before:
-// api/usecases/content.ts `reserveHolding`; the whole size counts in `files` too), writes its
+// core/content.ts `reserveHolding`; the whole size counts in `files` too), writes its
 // file record, and settles the reservation with the holding update's actual change (`hold(…,
 // reserved)`: nothing left to write when the content was new, the common case). The reads and
 // writes of many uploads at once are group-committed (usage-batch.ts). A pin is counted
@@ -56,7 +56,7 @@
 //
 // Each operation finds its documents by `_id` (or the {userId} index, for a rebuild), and each
 // update is atomic: on a MongoDB by itself, on the local stack's FerretDB through its patches
-// (infra/stack/patches/ferretdb/0003 serialises read-modify-write commands per collection;
+// (stack/patches/ferretdb/0003 serialises read-modify-write commands per collection;
 // tests/usage.test.ts races 20 uploads, tests/analytics.test.ts holds one content both ways).
 import type { Connection, Model } from 'mongoose';
 import { Schema } from 'mongoose';

@@ -27,7 +27,7 @@ export interface User {
   gatewaySlug?: string;
   /** Absent on users from before: the defaults. */
   gateway?: GatewaySettings;
-  /** Event types any of the user's webhooks took (infra/webhooks/events.ts); only grows. */
+  /** Event types any of the user's webhooks took (core/webhook-events.ts); only grows. */
   webhookEvents?: string[];
   createdAt: number;
   updatedAt: number;
@@ -121,7 +121,7 @@ export function createUserStore(conn: Connection) {
       return user;
     },
 
-    /** Adds event types to those the user's webhooks take (infra/webhooks/events.ts). */
+    /** Adds event types to those the user's webhooks take (core/webhook-events.ts). */
     async addWebhookEvents(userId: string, events: string[]): Promise<void> {
       await Users.updateOne({ _id: userId }, { $addToSet: { webhookEvents: { $each: events } } }).exec();
       byId.forget(userId);

@@ -48,7 +48,7 @@ export interface WebhookAttempt {
 export type DeliveryState = 'pending' | 'delivered' | 'failed';
 
 export interface DeliveryRecord {
-  /** `dlv_…`, derived from the endpoint and the event (infra/webhooks/events.ts deliveryId). */
+  /** `dlv_…`, derived from the endpoint and the event (core/webhook-events.ts deliveryId). */
   _id: string;
   webhookId: string;
   userId: string;
@@ -57,7 +57,7 @@ export interface DeliveryRecord {
   type: string;
   /** What the event is about (`pin:<requestId>`): events of one subject are sent in order. */
   subject: string;
-  /** The payload's `data`, as the API shows the resource (api/webhooks/payload.ts). */
+  /** The payload's `data`, as the API shows the resource (core/webhook-payload.ts). */
   data: Record<string, unknown>;
   /** When the event happened (ms), and its place among this process's events of that ms. */
   occurredAt: number;
@@ -111,7 +111,7 @@ const deliverySchema = new Schema<DeliveryRecord>(
   { versionKey: false, minimize: false },
 );
 // One delivery per event and endpoint comes from its `_id`, derived from both
-// (infra/webhooks/events.ts deliveryId); the unique index that did it before is dropped at start.
+// (core/webhook-events.ts deliveryId); the unique index that did it before is dropped at start.
 const OLD_EVENT_INDEX = 'webhookId_1_eventId_1';
 // An endpoint's round: its pending deliveries in event order.
 deliverySchema.index({ webhookId: 1, state: 1, seq: 1 });
@@ -176,7 +176,7 @@ export function createWebhookStore(conn: Connection) {
      * them), from the user's enabled endpoints as this process read them within AUTH_MEMORY_MS
      * (an event per upload would otherwise cost a read each). A change made in this process
      * counts at once (`insert`, `update` and `remove` forget them), one made in another within
-     * that second, as for users (api/usecases/access.ts).
+     * that second, as for users (core/access.ts).
      */
     async subscribed(userId: string, type: string): Promise<{ _id: string }[]> {
       return ((await enabled.get(userId)) ?? []).filter((w) => w.events.includes(type));

@@ -1,5 +1,5 @@
 // Analytics: GET /analytics over a full year for a user with a million recorded events.
-// The events go through the store's `record` (infra/db/activity.ts), as the use-cases record
+// The events go through the store's `record` (infra/db/analytics.ts), as the use-cases record
 // them, spread over the last 365 days: BATCH at a time, so that events of one day recorded in
 // the same turn share one update, as they do under load; the rate one at a time (CONCURRENCY
 // in flight, each its own update) is measured too. Other users' day documents (FILLER_USERS ×
@@ -8,7 +8,7 @@
 // the year's day documents through one index range, whatever the number of events. The answer
 // is checked: its uploads must be the uploads recorded.
 import pLimit from 'p-limit';
-import { utcDay, type ActivityChange } from '../../infra/db/activity.js';
+import { utcDay, type AnalyticsChange } from '../../infra/db/analytics.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createBenchUser } from './children.js';
 import type { BenchContext } from './harness.js';
@@ -34,7 +34,7 @@ export interface AnalyticsResult {
 }
 
 /** Event `i`: mostly uploads of several types, some deletes, pins, publishes and gateway bytes. */
-function event(i: number): ActivityChange {
+function event(i: number): AnalyticsChange {
   switch (i % 10) {
     case 0:
       return { deletes: 1, storedBytes: -1000 };
@@ -62,7 +62,7 @@ export async function benchAnalytics(ctx: BenchContext, say: (line: string) => v
 
     const filler = Array.from({ length: FILLER_USERS }, (_, u) => `usr_filler${String(u).padStart(6, '0')}`);
     for (const userId of filler) {
-      await db.activity.days.insertMany(
+      await db.analytics.days.insertMany(
         Array.from({ length: 366 }, (_, d) => {
           const day = utcDay(now - d * DAY_MS);
           return { _id: `${userId}:${day}`, userId, day, uploads: 5, uploadBytes: 5000, types: { 'image/png': 5 }, storedBytes: 5000 };
@@ -75,7 +75,7 @@ export async function benchAnalytics(ctx: BenchContext, say: (line: string) => v
     // One at a time (CONCURRENCY in flight): each event its own update, nearly always.
     const limit = pLimit(CONCURRENCY);
     let t = performance.now();
-    await Promise.all(Array.from({ length: SINGLE_EVENTS }, (_, i) => limit(() => db.activity.record(user.userId, at(i), event(i)))));
+    await Promise.all(Array.from({ length: SINGLE_EVENTS }, (_, i) => limit(() => db.analytics.record(user.userId, at(i), event(i)))));
     const singleEventsPerSecond = SINGLE_EVENTS / ((performance.now() - t) / 1000);
     say(`analytics: ${SINGLE_EVENTS.toLocaleString('en')} events one at a time: ${Math.round(singleEventsPerSecond)}/s`);
 
@@ -87,7 +87,7 @@ export async function benchAnalytics(ctx: BenchContext, say: (line: string) => v
       const batch: Promise<void>[] = [];
       for (let i = start; i < end; i++) {
         if (isUpload(i)) uploads++;
-        batch.push(db.activity.record(user.userId, at(i), event(i)));
+        batch.push(db.analytics.record(user.userId, at(i), event(i)));
       }
       await Promise.all(batch);
       if (ctx.signal.aborted) throw new Error('aborted');
@@ -95,7 +95,7 @@ export async function benchAnalytics(ctx: BenchContext, say: (line: string) => v
     const recordSeconds = (performance.now() - t) / 1000;
     const batched = ANALYTICS_EVENTS - SINGLE_EVENTS;
     say(`analytics: ${batched.toLocaleString('en')} events in batches of ${BATCH.toLocaleString('en')}: ${recordSeconds.toFixed(1)} s`);
-    const documents = await db.activity.days.countDocuments({});
+    const documents = await db.analytics.days.countDocuments({});
 
     const today = utcDay(now);
     const url = `${ctx.apiUrl}/analytics?from=${utcDay(now - 365 * DAY_MS)}&to=${today}`;

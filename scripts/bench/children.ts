@@ -1,5 +1,5 @@
 // The service under test as production runs it: its environment, wired to the bench's stack
-// (the API and worker processes are started by infra/stack/services.ts), a user made with the
+// (the API and worker processes are started by stack/services.ts), a user made with the
 // admin CLI, and the memory figures of a process.
 import { execFile, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from '../../infra/paths.js';
-import type { StackEndpoints } from '../../infra/stack/stack.js';
+import type { StackEndpoints } from '../../stack/stack.js';
 
 const exec = promisify(execFile);
 
@@ -61,7 +61,7 @@ export function serviceEnv(
   };
 }
 
-/** The operator's way to get a user and key: the admin CLI, as the README shows. */
+/** The operator's way to get a user and key: the admin CLI, as docs/operations/running.md shows. */
 export async function createBenchUser(env: Record<string, string>): Promise<{ userId: string; apiKey: string }> {
   const email = `bench-${crypto.randomBytes(4).toString('hex')}@example.test`;
   const { stdout } = await exec(

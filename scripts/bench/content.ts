@@ -38,7 +38,7 @@ export function multipart(filename: string, source: AsyncIterable<Uint8Array>) {
 /**
  * POSTs a streamed body (chunked) and returns the status and the text answer. node:http with
  * stream.pipeline rather than fetch: fetch reads a streamed body far ahead of the socket
- * (measured in infra/kubo.ts: a 512 MiB body held over 500 MB), which would make this
+ * (measured in infra/ipfs/kubo.ts: a 512 MiB body held over 500 MB), which would make this
  * process generate the whole GiB up front and spend the shared CPU on GC while it is timed.
  */
 export async function postStream(

@@ -1,4 +1,4 @@
-// The edge (infra/stack/edge.ts): reads through an account's gateway at the edge (Caddy asks
+// The edge (stack/edge.ts): reads through an account's gateway at the edge (Caddy asks
 // the API for the access decision, then serves the bytes from Kubo's gateway) against the same
 // reads from Kubo's gateway directly, on the same machine, every access check on.
 // 1. 1 GiB read whole, EDGE_ROUNDS rounds each way alternating which goes first, on shared
@@ -12,9 +12,9 @@
 // 410 at the edge (Kubo has it); the bytes the API metered from the edge's reports are the
 // bytes read through the edge (plus 4 KiB answers in flight when a load pass stopped).
 import crypto from 'node:crypto';
-import { startEdge } from '../../infra/stack/edge.js';
-import { freePorts } from '../../infra/stack/ports.js';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { startEdge } from '../../stack/edge.js';
+import { freePorts } from '../../stack/ports.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
 import { cpuTicks, pin, TICKS_PER_SECOND } from './children.js';
 import {

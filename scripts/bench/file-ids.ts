@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import { CID } from 'multiformats/cid';
 import * as raw from 'multiformats/codecs/raw';
 import { create as digestOf } from 'multiformats/hashes/digest';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import { TWIN_INDEX_NAME, type FileRecord } from '../../infra/db/files.js';
 import { MIGRATION_MARKER, migratedFileId, migrateFileIds } from '../../infra/db/files-migration.js';

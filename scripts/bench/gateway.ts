@@ -19,8 +19,8 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import autocannon from 'autocannon';
-import { createClusterClient } from '../../infra/cluster.js';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { createClusterClient } from '../../infra/ipfs/cluster.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
 import { cpuTicks, procMemory, resetPeakMemory, TICKS_PER_SECOND } from './children.js';
 import { apiCall, type BenchContext } from './harness.js';
@@ -333,7 +333,7 @@ export async function benchGateway(ctx: BenchContext, say: (line: string) => voi
   }
   const rssPeakSmall = procMemory(apiPid, 'VmHWM');
 
-  // The meter writes what it counted once a second (api/usecases/bandwidth.ts).
+  // The meter writes what it counted once a second (core/bandwidth.ts).
   await new Promise((r) => setTimeout(r, 2500));
   const metered = await meteredBytes(ctx);
   say(

@@ -7,10 +7,10 @@ import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePorts } from '../../infra/stack/ports.js';
-import { tail, type ManagedProcess } from '../../infra/stack/process.js';
-import { startStack, type Stack, type StackEndpoints } from '../../infra/stack/stack.js';
-import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
+import { freePorts } from '../../stack/ports.js';
+import { tail, type ManagedProcess } from '../../stack/process.js';
+import { startStack, type Stack, type StackEndpoints } from '../../stack/stack.js';
+import { startApiProcess, startWorkerProcess } from '../../stack/services.js';
 import { createBenchUser, serviceEnv } from './children.js';
 
 /** The API's MongoDB operations so far, by `<method> <collection>`, from its /metrics

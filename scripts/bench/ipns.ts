@@ -15,7 +15,7 @@ import { Client, Connection } from '@temporalio/client';
 import pLimit from 'p-limit';
 import { DEFAULT_TEMPORAL_NAMESPACE } from '../../infra/constants.js';
 import { openDatabase } from '../../infra/db/index.js';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { ipnsJob, REPUBLISH_SIGNAL } from '../../infra/temporal/contracts/ipns.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { apiCall, apiOperations, type BenchContext } from './harness.js';

@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import express from 'express';
-import { createKubo } from '../../infra/kubo.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { apiCall, type BenchContext } from './harness.js';
 import { spread, type Spread } from './spread.js';

@@ -5,9 +5,9 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { binaryPath } from '../../infra/stack/binaries.js';
-import { freePorts } from '../../infra/stack/ports.js';
-import { startProcess } from '../../infra/stack/process.js';
+import { binaryPath } from '../../stack/binaries.js';
+import { freePorts } from '../../stack/ports.js';
+import { startProcess } from '../../stack/process.js';
 import type { BenchContext } from './harness.js';
 
 export interface MinioServer {

@@ -7,7 +7,7 @@ import mongoose from 'mongoose';
 import pLimit from 'p-limit';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createKubo } from '../../infra/kubo.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
 
 export const PIN_COUNT = 1000;
 export const CONCURRENCY = 50;
@@ -19,7 +19,7 @@ export interface PinsResult {
   totalSeconds: number;
   /** 5xx answers to POST /pin (each retried). */
   serverErrors: number;
-  /** Pin workflows the run started: the API pins content Kubo has inline (api/usecases/pins.ts). */
+  /** Pin workflows the run started: the API pins content Kubo has inline (core/pins.ts). */
   workflows: number;
 }
 

@@ -13,7 +13,7 @@ import { CID } from 'multiformats/cid';
 import * as raw from 'multiformats/codecs/raw';
 import * as Digest from 'multiformats/hashes/digest';
 import { sha256 } from 'multiformats/hashes/sha2';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import type { FileRecord } from '../../infra/db/files.js';
 import type { FolderRecord } from '../../infra/db/folders.js';
@@ -141,10 +141,10 @@ export function folderRecords(d: ScaleData): FolderRecord[] {
   );
 }
 
-/** Throws unless the record's CID and multihash are what infra/cid.ts makes of its CID. */
+/** Throws unless the record's CID and multihash are what infra/ipfs/cid.ts makes of its CID. */
 export function assertCidShape(record: { cid: string; multihash: string }): void {
   const parsed = parseCid(record.cid);
   if (parsed.v1 !== record.cid || parsed.multihash !== record.multihash) {
-    throw new Error(`generated CID ${record.cid} / ${record.multihash} is not as infra/cid.ts parses it`);
+    throw new Error(`generated CID ${record.cid} / ${record.multihash} is not as infra/ipfs/cid.ts parses it`);
   }
 }

@@ -53,7 +53,7 @@ import { hotPathsBroken, smallLine, statusLine, uploadLine } from './hot-paths.j
 import { benchStatus } from './latency.js';
 import { benchEmptyWorkflow, benchPins, CONCURRENCY, PIN_COUNT, type PinsResult } from './pins.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { benchScale, parseScaleArgs } from './scale.js';
 import { benchScaleOut, scaleOutLines } from './scale-out.js';
 import { benchSnapshot, SNAPSHOT_DIRS, SNAPSHOT_FILE_BYTES, type SnapshotResult } from './snapshot.js';

@@ -9,7 +9,7 @@
 // each process spent per operation.
 import crypto from 'node:crypto';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { apiCall, apiOperations, type BenchContext } from './harness.js';
 import { cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { startMinio } from './minio.js';

@@ -18,7 +18,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import pLimit from 'p-limit';
-import { createKubo } from '../../infra/kubo.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
 import { apiCall, type BenchContext } from './harness.js';
 import { bytes, MiB, multipart, postStream } from './content.js';
 import { benchS3Small, s3SmallBroken, s3SmallLines, type S3SmallResult } from './s3-small.js';

@@ -3,7 +3,7 @@
 // - Small uploads (1 KiB JSON, 16 clients, one account per run) through one API process, then
 //   spread over two on the same database (clients alternate between them); rounds alternate
 //   which shape goes first.
-// - Pins of local content (POST /pin, 50 at a time, each pinned by its POST: api/usecases/pins.ts)
+// - Pins of local content (POST /pin, 50 at a time, each pinned by its POST: core/pins.ts)
 //   through one API process, then spread over two.
 // - Replication: a stack of three Kubo + Cluster peers (CRDT, repinning on, pings every 5 s, as
 //   `STACK_PEERS=3` runs it); N pins with replication factor 2, allocated to the first peer and
@@ -13,10 +13,10 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pLimit from 'p-limit';
-import { createKubo } from '../../infra/kubo.js';
-import { freePorts } from '../../infra/stack/ports.js';
-import { startApiProcess } from '../../infra/stack/services.js';
-import { startStack, type StackPeer } from '../../infra/stack/stack.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
+import { freePorts } from '../../stack/ports.js';
+import { startApiProcess } from '../../stack/services.js';
+import { startStack, type StackPeer } from '../../stack/stack.js';
 import { createBenchUser } from './children.js';
 import type { BenchContext } from './harness.js';
 import { benchPins } from './pins.js';

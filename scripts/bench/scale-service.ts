@@ -1,12 +1,12 @@
 // The scale bench's requests to the service (scale.ts): list pages checked for order and
 // content, the latency of small uploads and pins, and the sweep's jobs counted rather than run.
-import { encodeCursor } from '../../api/usecases/pages.js';
+import { encodeCursor } from '../../core/pages.js';
 import { Client, Connection } from '@temporalio/client';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { DEFAULT_TASK_QUEUE, DEFAULT_TEMPORAL_NAMESPACE } from '../../infra/constants.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import type { Database } from '../../infra/db/index.js';
-import type { Kubo } from '../../infra/kubo.js';
+import type { Kubo } from '../../infra/ipfs/kubo.js';
 import { sweepJob } from '../../infra/temporal/contracts/sweep.js';
 import type { Jobs } from '../../infra/temporal/jobs.js';
 
@@ -16,7 +16,7 @@ export interface ListPage {
   nextCursor: string | null;
 }
 
-/** The record's position as GET /upload/list gives it out (api/usecases/files.ts). */
+/** The record's position as GET /upload/list gives it out (core/files.ts). */
 export const cursorOf = (r: { createdAt: number; _id: string }) => encodeCursor({ at: r.createdAt, id: r._id });
 
 export async function getJson(url: string, apiKey: string, signal: AbortSignal): Promise<unknown> {

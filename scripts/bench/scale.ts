@@ -16,11 +16,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createActivities } from '../../activities/index.js';
-import { createClusterClient } from '../../infra/cluster.js';
+import { createClusterClient } from '../../infra/ipfs/cluster.js';
 import { loadConfig } from '../../infra/config.js';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { openDatabase } from '../../infra/db/index.js';
-import { createKubo } from '../../infra/kubo.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
 import { createLogger } from '../../infra/logger.js';
 import { BENCH_PLAN } from './children.js';
 import { say, type BenchContext } from './harness.js';
@@ -159,7 +159,7 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
   const loadSeconds = (Date.now() - loadStart) / 1000;
   d.counts = loaded;
   // Each folder's fileCount as the service would have counted its files in
-  // (usecases/folders.ts fileMoved): counted once here, after the direct load.
+  // (core/folders.ts fileMoved): counted once here, after the direct load.
   for (const folder of folderRecords(d)) {
     const fileCount = await db.files.countInFolder(folder.userId, folder._id);
     await db.folders.model.updateOne({ _id: folder._id }, { $set: { fileCount } }).exec();

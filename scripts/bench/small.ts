@@ -14,7 +14,7 @@
 // per upload of the API, the worker, FerretDB, Temporal, Kubo and Cluster show where the work
 // goes.
 import crypto from 'node:crypto';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { createBenchUser, cpuTicks, TICKS_PER_SECOND } from './children.js';
 import { apiOperations, type BenchContext } from './harness.js';
 import { spread, type Spread } from './spread.js';

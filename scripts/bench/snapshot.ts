@@ -8,11 +8,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pLimit from 'p-limit';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { newFileId, type FileRecord } from '../../infra/db/files.js';
 import { openDatabase } from '../../infra/db/index.js';
-import { createKubo } from '../../infra/kubo.js';
-import { binaryPath } from '../../infra/stack/binaries.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
+import { binaryPath } from '../../stack/binaries.js';
 import { apiCall, type BenchContext } from './harness.js';
 import { pauseSweep } from './scale-service.js';
 

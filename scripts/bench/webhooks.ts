@@ -14,7 +14,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { readStackFile } from '../../infra/stack/stack-file.js';
+import { readStackFile } from '../../stack/stack-file.js';
 import { createBenchUser, cpuTicks, pin, TICKS_PER_SECOND } from './children.js';
 import type { BenchContext } from './harness.js';
 import { metadata, runClients, CLIENTS } from './small.js';

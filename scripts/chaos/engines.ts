@@ -4,12 +4,12 @@
 // started again as an operator's supervisor would start it.
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { startClusterPeer } from '../../infra/stack/cluster.js';
-import { startFerretDb } from '../../infra/stack/ferretdb.js';
-import { startKubo } from '../../infra/stack/kubo.js';
-import { freePorts } from '../../infra/stack/ports.js';
-import { startApiProcess, startWorkerProcess } from '../../infra/stack/services.js';
-import { startTemporal } from '../../infra/stack/temporal.js';
+import { startClusterPeer } from '../../stack/cluster.js';
+import { startFerretDb } from '../../stack/ferretdb.js';
+import { startKubo } from '../../stack/kubo.js';
+import { freePorts } from '../../stack/ports.js';
+import { startApiProcess, startWorkerProcess } from '../../stack/services.js';
+import { startTemporal } from '../../stack/temporal.js';
 
 interface Running {
   pid: number;

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { createUser } from '../../api/usecases/users.js';
+import { createUser } from '../../core/users.js';
 import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { auditJob, type AuditReport } from '../../infra/temporal/contracts/audit.js';

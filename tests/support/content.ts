@@ -4,10 +4,10 @@ import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { parseCid } from '../../infra/cid.js';
-import { binaryPath } from '../../infra/stack/binaries.js';
-import { createKubo } from '../../infra/kubo.js';
-import { createClusterClient } from '../../infra/cluster.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
+import { binaryPath } from '../../stack/binaries.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
+import { createClusterClient } from '../../infra/ipfs/cluster.js';
 import { stack } from './stack.js';
 
 export const kubo = () => createKubo(stack.kuboApiUrl);

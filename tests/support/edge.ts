@@ -1,4 +1,4 @@
-// An API behind a real edge (Caddy, infra/stack/edge.ts) for tests: the API's processes on
+// An API behind a real edge (Caddy, stack/edge.ts) for tests: the API's processes on
 // their own ephemeral ports, the edge on free public ports in front of them, reading content
 // from the test stack's Kubo gateway (or from `kuboGateway`, e.g. a recorder, or from each of
 // `kuboGateways` in turn), and the API
@@ -6,8 +6,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { ApiServer } from '../../api/server.js';
-import { startEdge, type Edge, type EdgeTls } from '../../infra/stack/edge.js';
-import { freePorts } from '../../infra/stack/ports.js';
+import { startEdge, type Edge, type EdgeTls } from '../../stack/edge.js';
+import { freePorts } from '../../stack/ports.js';
 import { startTestApi, tempDir } from './stack.js';
 import { eventually } from './worker.js';
 

@@ -221,7 +221,7 @@ export function gatewayAccessCases(through: 'api' | 'edge'): void {
     const { user, slug, cid } = await account();
     // The plan's whole month spent, recorded as the gateway records it.
     const plan = api.deps.config.plans.get('dharma');
-    await api.deps.db.activity.record(user.userId, Date.now(), { gatewayBytes: plan.gatewayBandwidthMB * 2 ** 20 });
+    await api.deps.db.analytics.record(user.userId, Date.now(), { gatewayBytes: plan.gatewayBandwidthMB * 2 ** 20 });
     const res = await gw(slug, `/ipfs/${cid}`);
     expect([res.status, JSON.parse(res.body).error.reason]).toEqual([429, 'GATEWAY_BANDWIDTH_LIMIT']);
     const now = new Date();

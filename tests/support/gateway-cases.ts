@@ -154,7 +154,7 @@ export function gatewayCases(through: 'api' | 'edge'): void {
     const readerSlug = (await api.deps.db.users.get(reader.userId))!.gatewaySlug!;
     const cid = await upload(reader, 'x'.repeat(5000));
     const sent = async () =>
-      (await api.deps.db.activity.range(reader.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
+      (await api.deps.db.analytics.range(reader.userId, '2000-01-01', '2999-12-31')).reduce((s, d) => s + (d.gatewayBytes ?? 0), 0);
     for (let i = 0; i < 3; i++) expect((await gw(`/ipfs/${cid}`, { slug: readerSlug })).body.length).toBe(5000);
     expect((await gw(`/ipfs/${cid}`, { slug: readerSlug, headers: { Range: 'bytes=0-99' } })).body.length).toBe(100);
     // Written once a second (and through the edge, after its report arrives).

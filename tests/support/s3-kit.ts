@@ -1,8 +1,8 @@
 // The S3 protocol kit's test server and the requests built here: a tiny node:http server that
 // authenticates with api/s3/auth.ts, decodes with api/s3/body.ts and answers what it verified
 // (S3 XML, or the S3 error), and SigV4 signing and aws-chunked framing written here from the
-// specification, independent of the kit. Used by tests/s3-protocol.test.ts and
-// tests/s3-bodies.test.ts; each test file gets its own server (useKitServer).
+// specification, independent of the kit. Used by tests/unit/s3-protocol.test.ts and
+// tests/unit/s3-bodies.test.ts; each test file gets its own server (useKitServer).
 import crypto from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,9 +1,9 @@
 // A second, independent Kubo node: content that exists only there can reach the stack's
 // Kubo only through an origin the test gives.
 import path from 'node:path';
-import { startKubo, type KuboNode } from '../../infra/stack/kubo.js';
-import { freePorts } from '../../infra/stack/ports.js';
-import { createKubo } from '../../infra/kubo.js';
+import { startKubo, type KuboNode } from '../../stack/kubo.js';
+import { freePorts } from '../../stack/ports.js';
+import { createKubo } from '../../infra/ipfs/kubo.js';
 import { tempDir } from './stack.js';
 
 export async function startSecondNode(dataDir = tempDir('stupa-kubo2-'), ports?: { api: number; gateway: number; swarm: number }) {

@@ -1,11 +1,11 @@
 // What tests share: the endpoints of the isolated stack that `npm test` started
-// (infra/stack/run-tests.ts passes them as STUPA_TEST_*), an API built on them in-process on
+// (stack/run-tests.ts passes them as STUPA_TEST_*), an API built on them in-process on
 // an ephemeral port, and users with keys.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createApiKey } from '../../api/usecases/apikeys.js';
+import { createApiKey } from '../../core/apikeys.js';
 import { startApiServer, type ApiServer } from '../../api/server.js';
 import { loadConfig, type Config } from '../../infra/config.js';
 import { createLogger } from '../../infra/logger.js';

@@ -1,10 +1,10 @@
 // A worker as its own process (as in production), so tests can also kill it mid-job.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { parseCid } from '../../infra/cid.js';
+import { parseCid } from '../../infra/ipfs/cid.js';
 import { DEFAULT_TASK_QUEUE } from '../../infra/constants.js';
 import { syncJob } from '../../infra/temporal/contracts/holds.js';
-import { tail } from '../../infra/stack/process.js';
-import { startWorkerProcess as startService } from '../../infra/stack/services.js';
+import { tail } from '../../stack/process.js';
+import { startWorkerProcess as startService } from '../../stack/services.js';
 import { tempDir, testEnv } from './stack.js';
 
 /**
@@ -55,7 +55,7 @@ export async function eventually<T>(
  * after the change (a delete answered, an upload recorded) whose effect on Cluster is to be
  * checked. The change signalled the workflow before the API answered, so the run it waits for
  * includes that signal's round. An added record (an upload) is pinned before the API answers
- * and signals nothing (infra/hold-sync.ts): with no workflow ever started there is nothing to
+ * and signals nothing (core/hold-sync.ts): with no workflow ever started there is nothing to
  * wait for.
  */
 export async function syncRoundsDone(client: Client, cid: string): Promise<void> {

@@ -1,12 +1,12 @@
-// The REST guard: `X-Api-Key: <key>` or `Authorization: Bearer <key>` (decisions.md), then
+// The REST guard: `X-Api-Key: <key>` or `Authorization: Bearer <key>` (docs/api/contract.md, "Authentication"), then
 // the per-key rate limit with the usual RateLimit headers. The rules are the access use-cases'
-// (api/usecases/access.ts); this only reads the headers and writes them.
+// (core/access.ts); this only reads the headers and writes them.
 import type express from 'express';
 import type { Request, RequestHandler } from 'express';
-import { authenticate, countRequest } from '../../usecases/access.js';
-import type { Caller, UseCaseDeps } from '../../usecases/deps.js';
-import { RateLimited, Unauthenticated } from '../../usecases/errors.js';
-import { authenticateSigned, takeTokenUse, type UploadGrant } from '../../usecases/signed-tokens.js';
+import { authenticate, countRequest } from '../../../core/access.js';
+import type { Caller, UseCaseDeps } from '../../../core/deps.js';
+import { RateLimited, Unauthenticated } from '../../../core/errors.js';
+import { authenticateSigned, takeTokenUse, type UploadGrant } from '../../../core/signed-tokens.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -57,7 +57,7 @@ export function guard(deps: Deps): RequestHandler[] {
 }
 
 /**
- * The guard of uploads: an API key, or `Authorization: Signed <token>` (decisions.md). A token
+ * The guard of uploads: an API key, or `Authorization: Signed <token>` (docs/api/contract.md, "Signed upload tokens"). A token
  * acts as its owner, counts against the owner's request rate, and takes one of its uses after
  * that; the upload gives the use back if it fails (`Upload.abandon`).
  */

@@ -1,6 +1,6 @@
 import express, { type RequestHandler } from 'express';
 import type { z } from 'zod';
-import { InvalidInput } from '../../usecases/errors.js';
+import { InvalidInput } from '../../../core/errors.js';
 import { payloadTooLarge, unsupportedMediaType } from '../errors.js';
 
 /** Parses `value` with `schema`, or throws 400 naming every wrong field. */

@@ -1,6 +1,6 @@
 // The JSON form of an upload: `content` is a JSON value (stored as its JSON text), a text
-// string, a `data:` URL, or base64 with `encoding: "base64"` (decisions.md).
-import { InvalidInput } from '../../usecases/errors.js';
+// string, a `data:` URL, or base64 with `encoding: "base64"` (docs/api/contract.md, "Uploads").
+import { InvalidInput } from '../../../core/errors.js';
 
 export interface Decoded {
   bytes: Uint8Array;

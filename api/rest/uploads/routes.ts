@@ -1,17 +1,17 @@
 // POST /upload/new: parses JSON or multipart and maps; the upload use-case does the rest.
 import express, { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { metadataSchema } from '../../usecases/content.js';
-import type { UseCaseDeps } from '../../usecases/deps.js';
-import { beginUpload, type Upload } from '../../usecases/uploads.js';
+import { metadataSchema } from '../../../core/content.js';
+import type { UseCaseDeps } from '../../../core/deps.js';
+import { beginUpload, type Upload } from '../../../core/uploads.js';
 import { unsupportedMediaType } from '../errors.js';
-import { restFile } from '../files.js';
-import { contentLinkBase } from '../../usecases/gateway.js';
+import { restFile } from '../../../core/views.js';
+import { contentLinkBase } from '../../../core/gateway.js';
 import { caller, uploadGuard } from '../http/auth.js';
 import { resource, type RouterOptions } from '../http/routing.js';
 import { declaredOver, limitBytes, parse } from '../http/validate.js';
 import { decodeContent } from './decode.js';
-import { readMultipart } from './multipart.js';
+import { readMultipart } from './form-upload.js';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
 

@@ -1,7 +1,7 @@
 // Contract of the holds sync workflow (workflows/holds.ts): one execution per piece of
 // content, `sync:<multihash>`, makes IPFS Cluster match who holds it. A change to a record that
 // holds content is made good inline where Cluster is at hand, and otherwise, or when that
-// fails, followed by `requestSync` (infra/hold-sync.ts); activities/holds.ts says why that keeps
+// fails, followed by `requestSync` (core/hold-sync.ts); activities/holds.ts says why that keeps
 // Cluster right under any interleaving.
 import type { JobContract, Jobs } from './job.js';
 

@@ -1,7 +1,7 @@
 // Contract of an IPNS name's job (workflows/ipns.ts): one long-lived workflow per name,
 // `ipns:<ipnsName>`, started when the name is made. It republishes the name's current record
 // (as MongoDB has it; the API publishes) on a timer, and ends when the name is deleted. Operators pause, resume and trigger it with signals and read it with
-// the `status` query (README: Operating).
+// the `status` query (docs/operations/running.md).
 import type { JobContract } from './job.js';
 
 export interface IpnsInput {

@@ -5,7 +5,7 @@ import type { JobContract } from './job.js';
 export interface SnapshotInput {
   userId: string;
   folderId: string;
-  /** The digest of the folder's listing when the snapshot was asked for (api/usecases/snapshots.ts). */
+  /** The digest of the folder's listing when the snapshot was asked for (core/snapshots.ts). */
   digest: string;
 }
 
