@@ -23,7 +23,7 @@ v8.setFlagsFromString(`--heap-growing-percent=${API_HEAP_GROWING_PERCENT}`);
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger(config.logLevel, 'stupa-api');
+  const logger = createLogger(config.logLevel, 'stupa-api', config.logFormat);
   const api = await startApiServer(config, logger);
   logger.info({ url: api.url, gateway: api.gatewayUrl }, 'REST API and gateway listening');
   const stop = (signal: string) => {

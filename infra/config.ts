@@ -57,6 +57,8 @@ export interface Config {
   masterKey: Buffer;
   plans: Plans;
   logLevel: string;
+  /** `pretty` lines when stdout is a terminal, JSON lines otherwise; LOG_FORMAT decides when set. */
+  logFormat: 'json' | 'pretty';
   shutdownTimeoutMs: number;
 }
 
@@ -150,6 +152,7 @@ const envSchema = z.object({
   MASTER_KEY: z.string().optional(),
   PLANS_FILE: z.string().min(1).default(path.join(projectRoot, 'infra/plans/variant-a.json')),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(C.DEFAULT_SHUTDOWN_TIMEOUT_MS),
   // Megabytes may be fractional (a test's tiny cache); 0 turns the image cache off.
   IMAGE_CACHE_MB: z.coerce.number().min(0).default(C.DEFAULT_IMAGE_CACHE_MB),
@@ -313,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     },
     masterKey,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
   };
   if (problems.length > 0 || !plans) throw new ConfigError(problems);

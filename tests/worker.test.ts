@@ -1,5 +1,5 @@
-// The worker's logs: the Temporal SDK's own lines (worker state, webpack's bundle listing,
-// Core) go through the service's pino logger at LOG_LEVEL, like every other line.
+// The worker's logs: the Temporal SDK's own lines (worker state, the bundle, Core) go through
+// the service's pino logger at LOG_LEVEL, like every other line; webpack's listing is at debug.
 import fs from 'node:fs';
 import { startWorkerProcess } from '../stack/services.js';
 import { tempDir, testEnv } from './support/stack.js';
@@ -25,4 +25,7 @@ test("at LOG_LEVEL=info the SDK's own lines arrive as pino JSON", async () => {
   expect(sdk.length).toBeGreaterThan(0);
   expect(sdk.every((e) => e.name === 'stupa-worker' && e.level >= 30)).toBe(true);
   expect(entries.map((e) => e.msg)).toContain('worker polling');
+  // The bundle's one-line summary, not webpack's listing of its modules (that is at debug).
+  expect(entries.map((e) => e.msg)).toContain('Workflow bundle created');
+  expect(entries.filter((e) => /^webpack \d+\.\d+\.\d+ compiled/m.test(e.msg))).toEqual([]);
 }, 60_000);

@@ -6,7 +6,7 @@ import { startWorker } from './worker.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger(config.logLevel, 'stupa-worker');
+  const logger = createLogger(config.logLevel, 'stupa-worker', config.logFormat);
   const running = await startWorker(config, logger);
   logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
   // Temporal's runtime shuts the worker down on SIGINT and SIGTERM: tasks in flight finish
