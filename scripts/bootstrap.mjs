@@ -23,15 +23,15 @@
 // Caddy's with our patches applied, points the copy's go.mod at the patched one
 // (`go mod edit -replace`, never in the repository) and runs `go build` in it.
 import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { binDir as stackBinDir, buildName as stackBuildName, cacheDir as stackCacheDir, mainFiles } from '../stack/build-name.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'stack/versions.json'), 'utf8'));
-const cacheDir = process.env.STUPA_CACHE_DIR || path.join(os.homedir(), '.cache', 'stupa');
+const cacheDir = stackCacheDir();
 const args = new Set(process.argv.slice(2));
 
 function log(msg) {
@@ -64,43 +64,7 @@ function ensureDependencies() {
   log(`dependencies installed in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-/**
- * The files of a Go module of ours (a component's `main`) that its build uses, by their path in
- * it, sorted: go.mod, go.sum and every .go file but tests. Only these are copied to the build,
- * so a change to any of them is a new build name. Same rule as stack/binaries.ts.
- */
-function mainFiles(dir) {
-  const files = [];
-  const walk = (rel) => {
-    for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
-      const file = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) walk(file);
-      else if (file === 'go.mod' || file === 'go.sum' || (file.endsWith('.go') && !file.endsWith('_test.go'))) files.push(file);
-    }
-  };
-  walk('');
-  return files.sort();
-}
-
-/**
- * `v1.2.3`, or `v1.2.3+p<hash>` for a build with patches or from a module of ours (the hash of
- * the patches and of that module's mainFiles). Same rule as stack/binaries.ts.
- */
-function buildName(spec) {
-  if (!spec.patches?.length && !spec.main) return spec.version;
-  const hash = crypto.createHash('sha256');
-  for (const patch of spec.patches ?? []) hash.update(fs.readFileSync(path.join(root, patch)));
-  if (spec.main) {
-    for (const file of mainFiles(path.join(root, spec.main))) {
-      hash.update(`${file}\0`).update(fs.readFileSync(path.join(root, spec.main, file)));
-    }
-  }
-  return `${spec.version}+p${hash.digest('hex').slice(0, 10)}`;
-}
-
-export function binDir(name, spec) {
-  return path.join(cacheDir, 'bin', `${name}-${buildName(spec)}`);
-}
+const binDir = (name, spec) => stackBinDir(root, name, spec);
 
 /**
  * Our own source edits to a dependency: unified diffs in the repository, each with its reasons
@@ -133,7 +97,7 @@ function buildComponent(name, spec) {
   if (missing.length === 0) return;
   const started = Date.now();
   log(
-    `building ${name} ${buildName(spec)} (${missing.join(', ')}) from ${spec.main ? `${spec.main} and ` : ''}${spec.module}; a cold build takes minutes`,
+    `building ${name} ${stackBuildName(root, spec)} (${missing.join(', ')}) from ${spec.main ? `${spec.main} and ` : ''}${spec.module}; a cold build takes minutes`,
   );
   // GOWORK=off: no go.work of the user's takes part.
   const env = { ...process.env, GOFLAGS: '-modcacherw', GOWORK: 'off', CGO_ENABLED: process.env.CGO_ENABLED ?? '0' };
