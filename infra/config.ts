@@ -17,7 +17,12 @@ export interface Config {
   api: { host: string; port: number; publicUrl: string | null; jsonBodyLimit: string };
   dataDir: string;
   mongodbUri: string;
-  temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string };
+  /** How to reach Temporal. `tls` when TLS is on (its files read once, here); `apiKey` when set. */
+  temporal: { address: string; namespace: string; taskQueue: string; workflowBundle?: string; tls?: TemporalTls; apiKey?: string };
+  /** What the worker does about the namespace and search attributes at start (TEMPORAL_SETUP:
+   * `auto` sets up what is missing, `off` only checks) and the retention of a namespace it
+   * registers. Apart from `temporal`: only the worker and `admin temporal setup` use it. */
+  temporalSetup: { mode: 'auto' | 'off'; retentionDays: number };
   /** `gatewayUrl`: Kubo's own HTTP gateway, which the service's gateway reads from (never exposed);
    * `peerGatewayUrls`: the other Cluster peers' Kubo gateways, read in turn when this one does not
    * have the content (it is allocated elsewhere) or is down. */
@@ -60,6 +65,14 @@ export interface Config {
   /** `pretty` lines when stdout is a terminal, JSON lines otherwise; LOG_FORMAT decides when set. */
   logFormat: 'json' | 'pretty';
   shutdownTimeoutMs: number;
+}
+
+/** TLS to Temporal: `serverName` overrides the name the server's certificate is checked
+ * against, `ca` is the CA that signed it (else the system's), `clientCert` is for mTLS. */
+export interface TemporalTls {
+  serverName?: string;
+  ca?: Buffer;
+  clientCert?: { crt: Buffer; key: Buffer };
 }
 
 const url = z.url({ protocol: /^https?$/ });
@@ -142,7 +155,17 @@ const envSchema = z.object({
     .string()
     .regex(/^[^\s:/]+:\d+$/, 'must be host:port')
     .optional(),
-  TEMPORAL_NAMESPACE: z.string().min(1).default(C.DEFAULT_TEMPORAL_NAMESPACE),
+  // Unset: the running local stack's namespace, else DEFAULT_TEMPORAL_NAMESPACE.
+  TEMPORAL_NAMESPACE: z.string().min(1).max(255).optional(),
+  TEMPORAL_TLS: z.enum(['true', 'false']).optional(),
+  TEMPORAL_TLS_CA_FILE: z.string().min(1).optional(),
+  TEMPORAL_TLS_CERT_FILE: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_FILE: z.string().min(1).optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  // Sent as a header: a stray space or line break (a key pasted from a file) would break it.
+  TEMPORAL_API_KEY: z.string().regex(/^\S+$/, 'must not contain spaces or line breaks').optional(),
+  TEMPORAL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(C.DEFAULT_TEMPORAL_RETENTION_DAYS),
+  TEMPORAL_SETUP: z.enum(['auto', 'off']).default(C.DEFAULT_TEMPORAL_SETUP),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(C.DEFAULT_TASK_QUEUE),
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
@@ -179,6 +202,8 @@ interface StackEndpoints {
   kuboGatewayUrl?: string;
   mongodbUri?: string;
   temporalAddress?: string;
+  /** The namespace the local stack's Temporal was set up with. */
+  temporalNamespace?: string;
   kuboApiUrl?: string;
   clusterApiUrl?: string;
 }
@@ -209,6 +234,48 @@ export function kuboGateway(given: string | undefined, stacks: string | undefine
   const url = new URL(apiUrl);
   url.port = '8080';
   return url.origin;
+}
+
+type Env = z.infer<typeof envSchema>;
+
+/** A PEM file read once, at load: one named by a variable that is missing or unreadable is a problem. */
+function pemFile(variable: string, file: string | undefined, problems: string[]): Buffer | undefined {
+  if (!file) return undefined;
+  try {
+    const pem = fs.readFileSync(file);
+    if (!pem.includes('-----BEGIN ')) problems.push(`${variable}: ${file} is not a PEM file (it has no -----BEGIN line)`);
+    return pem;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    problems.push(`${variable}: ${file} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`}`);
+    return undefined;
+  }
+}
+
+/**
+ * TLS to Temporal: on with TEMPORAL_TLS=true, with any of the TLS variables, or with an API key
+ * (Temporal Cloud takes keys only over TLS). TEMPORAL_TLS=false with an API key is plain text
+ * (a local proxy that adds TLS); with a TLS variable it is a contradiction.
+ */
+function temporalTls(e: Env, problems: string[]): TemporalTls | undefined {
+  const tlsVariables = ['TEMPORAL_TLS_CA_FILE', 'TEMPORAL_TLS_CERT_FILE', 'TEMPORAL_TLS_KEY_FILE', 'TEMPORAL_TLS_SERVER_NAME'] as const;
+  const set = tlsVariables.filter((name) => e[name] !== undefined);
+  if (e.TEMPORAL_TLS === 'false') {
+    if (set.length > 0) problems.push(`TEMPORAL_TLS is false, but ${set.join(', ')} ${set.length > 1 ? 'are' : 'is'} set`);
+    return undefined;
+  }
+  if (e.TEMPORAL_TLS !== 'true' && set.length === 0 && !e.TEMPORAL_API_KEY) return undefined;
+  if (Boolean(e.TEMPORAL_TLS_CERT_FILE) !== Boolean(e.TEMPORAL_TLS_KEY_FILE)) {
+    problems.push('TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE are the client certificate and its key (mTLS): set both or neither');
+  }
+  const ca = pemFile('TEMPORAL_TLS_CA_FILE', e.TEMPORAL_TLS_CA_FILE, problems);
+  const crt = pemFile('TEMPORAL_TLS_CERT_FILE', e.TEMPORAL_TLS_CERT_FILE, problems);
+  const key = pemFile('TEMPORAL_TLS_KEY_FILE', e.TEMPORAL_TLS_KEY_FILE, problems);
+  return {
+    ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverName: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+    ...(ca ? { ca } : {}),
+    ...(crt && key ? { clientCert: { crt, key } } : {}),
+  };
 }
 
 export const masterKeyFile = (dataDir: string): string => path.join(dataDir, 'master.key');
@@ -264,6 +331,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
   }
 
   const kuboApiUrl = endpoint('kubo');
+  const temporalTlsConfig = temporalTls(e, problems);
   const config = {
     api: {
       host: e.API_HOST,
@@ -275,10 +343,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     mongodbUri: endpoint('mongodb'),
     temporal: {
       address: endpoint('temporal'),
-      namespace: e.TEMPORAL_NAMESPACE,
+      namespace: e.TEMPORAL_NAMESPACE ?? stack.temporalNamespace ?? C.DEFAULT_TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       ...(e.WORKFLOW_BUNDLE ? { workflowBundle: path.resolve(e.WORKFLOW_BUNDLE) } : {}),
+      ...(temporalTlsConfig ? { tls: temporalTlsConfig } : {}),
+      ...(e.TEMPORAL_API_KEY ? { apiKey: e.TEMPORAL_API_KEY } : {}),
     },
+    temporalSetup: { mode: e.TEMPORAL_SETUP, retentionDays: e.TEMPORAL_RETENTION_DAYS },
     kubo: {
       apiUrl: kuboApiUrl,
       gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl),

@@ -4,6 +4,17 @@ export const DEFAULT_API_PORT = 3000;
 export const DEFAULT_DATA_DIR = './data';
 export const DEFAULT_TEMPORAL_NAMESPACE = 'default';
 export const DEFAULT_TASK_QUEUE = 'stupa';
+/** How long a namespace Stupa registers keeps closed workflows' histories (TEMPORAL_RETENTION_DAYS). */
+export const DEFAULT_TEMPORAL_RETENTION_DAYS = 7;
+/** `auto`: the worker registers the namespace and search attributes it needs at start; `off`: it only checks them. */
+export const DEFAULT_TEMPORAL_SETUP = 'auto';
+/** A freshly registered namespace reaches every frontend and history service of a Temporal
+ * cluster with their namespace caches' refresh (about 10 s): adding its search attributes is
+ * retried this long, and their listing awaited. */
+export const TEMPORAL_SETUP_WAIT_MS = 60_000;
+/** A passed check of the namespace and search attributes (/readyz) is trusted this long; the
+ * frontend itself is still asked at every probe. */
+export const TEMPORAL_SETUP_CHECK_MEMORY_MS = 60_000;
 export const DEFAULT_JSON_BODY_LIMIT = '1mb';
 /** JSON uploads (`POST /upload/new` with `content`) may be larger than other JSON bodies. */
 export const DEFAULT_UPLOAD_JSON_LIMIT = '10mb';

@@ -7,3 +7,13 @@ export class ConfigError extends Error {
     this.name = 'ConfigError';
   }
 }
+
+/** Temporal is reachable but not set up for the service (its namespace or a search attribute
+ * missing, or of another type), or its setup could not complete. The message says what to do;
+ * like ConfigError, it is shown without a stack. */
+export class TemporalSetupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TemporalSetupError';
+  }
+}

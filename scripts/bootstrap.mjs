@@ -4,8 +4,8 @@
 //   1. installs the npm dependencies when node_modules is missing or older than the lock file;
 //   2. builds every command of stack/versions.json that is missing from the cache;
 //   3. with `--browser` (npm test): makes sure the real clients the tests drive are there:
-//      Chromium, s3cmd and rclone (Debian's packages, installed when missing and apt-get may
-//      run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
+//      Chromium, s3cmd and rclone, and PostgreSQL 15 for the production-shaped Temporal
+//      (Debian's packages, installed when missing and apt-get may run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
 //   4. with `--bench` (npm run bench): builds the benchComponents of versions.json too (MinIO,
 //      the engine the S3 benchmark compares with), cached like the rest.
 //   5. builds the web console (scripts/build-console.mjs; after step 1, it needs esbuild).
@@ -106,7 +106,11 @@ function buildComponent(name, spec) {
   let srcDir = info.Dir;
   const work = fs.mkdtempSync(path.join(cacheDir, `build-${name}-`));
   try {
-    if (spec.versionFile || spec.patches) {
+    // A command that is a package of one of the module's dependencies (not ./...) needs go.sum
+    // lines the module does not carry (the dependency's own dependencies): the build may add
+    // them (-mod=mod), checked against the checksum database as any download is, in a copy.
+    const foreign = missing.some((cmd) => !spec.commands[cmd].startsWith('.'));
+    if (spec.versionFile || spec.patches || foreign) {
       // The module cache copy is read-only: version files and patches go into a writable copy.
       srcDir = path.join(work, 'src');
       fs.cpSync(info.Dir, srcDir, { recursive: true });
@@ -123,7 +127,8 @@ function buildComponent(name, spec) {
     fs.mkdirSync(tmpOut, { recursive: true });
     for (const cmd of missing) {
       const t = Date.now();
-      run('go', ['build', '-trimpath', '-o', path.join(tmpOut, cmd), spec.commands[cmd]], {
+      const mod = spec.commands[cmd].startsWith('.') ? [] : ['-mod=mod'];
+      run('go', ['build', ...mod, '-trimpath', '-o', path.join(tmpOut, cmd), spec.commands[cmd]], {
         cwd: buildDir,
         env,
         stdio: ['ignore', 'inherit', 'inherit'],
@@ -189,6 +194,8 @@ function ensureTestClients() {
   const missing = Object.entries(DEBIAN_CLIENTS)
     .filter(([command]) => (command === 'chromium' ? !chromiumPath() : !hasCommand(command)))
     .map(([, pkg]) => pkg);
+  // The production-shaped Temporal's database (stack/postgres.ts), which its tests start.
+  if (!fs.existsSync(path.join(process.env.STACK_POSTGRES_BIN || '/usr/lib/postgresql/15/bin', 'postgres'))) missing.push('postgresql-15');
   if (missing.length > 0) {
     const canInstall = process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
     if (!canInstall) {

@@ -32,6 +32,11 @@ export interface StartProcessOptions {
   dropEnv?: string[];
   /** Called with the pid as soon as the process is spawned (the stack records it in stack.json). */
   onSpawn?: (pid: number) => void;
+  /** What stop() sends first (SIGTERM unless given; PostgreSQL's fast shutdown is SIGINT). */
+  stopSignal?: NodeJS.Signals;
+  /** Another user to run as (PostgreSQL refuses root: stack/postgres.ts). */
+  uid?: number;
+  gid?: number;
 }
 
 // Children still running; killed when this Node process exits without stopping them (an
@@ -82,6 +87,7 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
     env: childEnv(options.dropEnv, options.env),
     stdio: ['ignore', fd, fd],
     detached: true,
+    ...(options.uid === undefined ? {} : { uid: options.uid, gid: options.gid }),
   });
   fs.closeSync(fd);
   const pid = child.pid ?? -1;
@@ -129,7 +135,7 @@ export function startProcess(options: StartProcessOptions): ManagedProcess {
 
     async stop(graceMs = 10_000) {
       if (exitedHow !== undefined) return;
-      child.kill('SIGTERM');
+      child.kill(options.stopSignal ?? 'SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);

@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cacheDir } from './binaries.js';
+import { postgresBinDir } from './postgres.js';
 import { writeFileAtomic } from './process.js';
 
 export interface StackFile {
@@ -101,9 +102,12 @@ function inspect(pid: number): ProcessInfo | undefined {
   }
 }
 
-/** A server built by bootstrap.mjs or a service of start.ts, working on `dataDir`. */
+/** A server built by bootstrap.mjs, the production shape's PostgreSQL, or a service of start.ts, working on `dataDir`. */
 function belongs(info: ProcessInfo, dataDir: string): boolean {
-  const ours = info.cmdline.includes(`${path.join(cacheDir(), 'bin')}/`) || info.cmdline.includes(SERVICE_MARKER);
+  const ours =
+    info.cmdline.includes(`${path.join(cacheDir(), 'bin')}/`) ||
+    info.cmdline.startsWith(`${postgresBinDir()}/`) ||
+    info.cmdline.includes(SERVICE_MARKER);
   // Servers name their directory under dataDir in an argument or variable; services have DATA_DIR=dataDir.
   const text = `${info.cmdline}\0${info.environ}`;
   return ours && (text.includes(`${dataDir}/`) || text.includes(`\0DATA_DIR=${dataDir}\0`));

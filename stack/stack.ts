@@ -10,13 +10,17 @@ import { kuboPeerId, startKubo } from './kubo.js';
 import { MAX_PEERS, PEER_PORT_STEP, PEER_PORTS, peerName, waitForPeerset, type PeerPorts } from './peers.js';
 import { assertPortsFree, freePorts } from './ports.js';
 import { reclaim, stackFilePath, updateStackFile, writeStackFile } from './stack-file.js';
-import { startTemporal } from './temporal.js';
+import { DEV_NAMESPACE, startTemporal } from './temporal.js';
+import { CLUSTER_EXTRA_PORTS, clusterPortsAt, startTemporalCluster, type TemporalCluster } from './temporal-cluster.js';
 
 export { MAX_PEERS } from './peers.js';
 
 export interface StackEndpoints {
   mongodbUri: string;
   temporalAddress: string;
+  /** The namespace the stack's Temporal is set up with (the dev server's default; the
+   * production shape's stupa); the services use it unless TEMPORAL_NAMESPACE says otherwise. */
+  temporalNamespace?: string;
   temporalUiUrl?: string;
   kuboApiUrl: string;
   kuboGatewayUrl?: string;
@@ -44,6 +48,10 @@ export interface Stack {
   peers: StackPeer[];
   /** The pieces started here, in start order ('ferretdb', 'temporal', 'kubo', 'cluster'). */
   started: string[];
+  /** How long each piece took to start, in ms (for the bench). */
+  timings: Record<string, number>;
+  /** The production-shaped Temporal's processes (STACK_TEMPORAL=cluster), for tests and operators. */
+  temporalCluster?: TemporalCluster;
   /** Starts peer n's Kubo and Cluster peer again, as they were (after a test or an operator
    * killed them), and records their new pids; stops whichever of the two still runs first. */
   restartPeer(n: number): Promise<void>;
@@ -59,12 +67,19 @@ export interface StackOptions {
   ui: boolean;
   /** Kubo + Cluster peer pairs, one Cluster (CRDT consensus); 1 unless given (STACK_PEERS). */
   peers?: number;
+  /** Temporal's shape: 'dev' (the CLI's dev server on SQLite, the default) or 'cluster' (its own
+   * server's services as separate processes on PostgreSQL: stack/temporal-cluster.ts). STACK_TEMPORAL. */
+  temporal?: TemporalShape;
   /** When FerretDB's and Temporal's SQLite fsync (DbSync); DEFAULT_DB_SYNC unless given (STACK_DB_SYNC). */
   dbSync?: DbSync;
   external?: { mongodbUri?: string; temporalAddress?: string; kuboApiUrl?: string; clusterApiUrl?: string };
   /** Aborting stops whatever has started and makes startStack reject. */
   signal?: AbortSignal;
 }
+
+/** Temporal's shapes in the stack (StackOptions.temporal). */
+export const TEMPORAL_SHAPES = ['dev', 'cluster'] as const;
+export type TemporalShape = (typeof TEMPORAL_SHAPES)[number];
 
 /**
  * Fixed ports are base + these offsets (npm start: base 17000, so MongoDB 17017, Temporal
@@ -73,6 +88,8 @@ export interface StackOptions {
  * within base+1..base+401, so two stacks with bases 500 apart never overlap. Temporal's
  * history/matching/worker services also listen on loopback ports its CLI takes from the
  * kernel; FerretDB's debug listener and Cluster's IPFS proxy and Pinning Service API are off.
+ * Temporal's production shape keeps the first four and adds PostgreSQL at base+332 and its
+ * services' ports at base+240..255 (temporal-cluster.ts clusterPortsAt).
  */
 export const PORT_OFFSETS = {
   kuboApi: 1,
@@ -91,23 +108,26 @@ type PortName = keyof typeof PORT_OFFSETS;
 async function allocatePorts(
   ports: StackOptions['ports'],
   peers: number,
-): Promise<{ port: Record<PortName, number>; peerPorts: PeerPorts[] }> {
+  cluster: boolean,
+): Promise<{ port: Record<PortName, number>; peerPorts: PeerPorts[]; clusterPorts: number[] }> {
   const names = Object.keys(PORT_OFFSETS) as PortName[];
   if (ports === 'free') {
-    const free = await freePorts(names.length + (peers - 1) * PEER_PORTS.length);
+    const extra = cluster ? CLUSTER_EXTRA_PORTS : 0;
+    const free = await freePorts(names.length + extra + (peers - 1) * PEER_PORTS.length);
     const port = Object.fromEntries(names.map((n, i) => [n, free[i]!])) as Record<PortName, number>;
-    const more = free.slice(names.length);
+    const clusterPorts = free.slice(names.length, names.length + extra);
+    const more = free.slice(names.length + extra);
     const peerPorts = Array.from({ length: peers }, (_, n) =>
       n === 0 ? port : (Object.fromEntries(PEER_PORTS.map((k, j) => [k, more[(n - 1) * PEER_PORTS.length + j]!])) as PeerPorts),
     );
-    return { port, peerPorts };
+    return { port, peerPorts, clusterPorts };
   }
   const port = Object.fromEntries(names.map((n) => [n, ports.base + PORT_OFFSETS[n]])) as Record<PortName, number>;
   const peerPorts = Array.from(
     { length: peers },
     (_, n) => Object.fromEntries(PEER_PORTS.map((k) => [k, port[k] + n * PEER_PORT_STEP])) as PeerPorts,
   );
-  return { port, peerPorts };
+  return { port, peerPorts, clusterPorts: [] };
 }
 
 function say(line: string): void {
@@ -159,7 +179,24 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
   if (!Number.isInteger(peerCount) || peerCount < 1 || peerCount > MAX_PEERS) throw new Error(`peers must be 1 to ${MAX_PEERS}`);
   if (peerCount > 1 && (external.kuboApiUrl || external.clusterApiUrl))
     throw new Error('several peers need the stack to start Kubo and Cluster');
-  const { port, peerPorts } = await allocatePorts(options.ports, peerCount);
+  const clusterShape = !external.temporalAddress && options.temporal === 'cluster';
+  const { port, peerPorts, clusterPorts: freeClusterPorts } = await allocatePorts(options.ports, peerCount, clusterShape);
+  const temporalPorts = {
+    frontend: port.temporal,
+    http: port.temporalHttp,
+    metrics: port.temporalMetrics,
+    ui: options.ui ? port.temporalUi : undefined,
+  };
+  const clusterPorts = !clusterShape
+    ? undefined
+    : options.ports === 'free'
+      ? {
+          ...temporalPorts,
+          postgres: freeClusterPorts[0]!,
+          frontendMembership: freeClusterPorts[1]!,
+          services: freeClusterPorts.slice(2),
+        }
+      : clusterPortsAt(options.ports.base, temporalPorts);
   if (options.ports !== 'free') {
     const wanted = {
       ...(external.mongodbUri ? {} : { ferretdb: port.ferretdb }),
@@ -167,6 +204,13 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
         ? {}
         : { temporal: port.temporal, 'temporal http': port.temporalHttp, 'temporal metrics': port.temporalMetrics }),
       ...(external.temporalAddress || !options.ui ? {} : { 'temporal ui': port.temporalUi }),
+      ...(clusterPorts
+        ? {
+            postgres: clusterPorts.postgres,
+            'temporal frontend membership': clusterPorts.frontendMembership,
+            ...Object.fromEntries(clusterPorts.services.map((p, i) => [`temporal service port ${i + 1}`, p])),
+          }
+        : {}),
       ...Object.fromEntries(
         peerPorts.flatMap((p, n) => [
           ...(external.kuboApiUrl
@@ -195,6 +239,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
 
   const running: Running[] = [];
   const started: string[] = [];
+  const timings: Record<string, number> = {};
   // One shutdown however often stop() is called (a signal handler and a finally block may
   // both call it); later callers wait for the same one.
   let stopping: Promise<void> | undefined;
@@ -229,6 +274,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     }
     running.push({ name, stop: () => piece.stop() });
     if (!started.includes(name)) started.push(name);
+    timings[name] = Date.now() - t;
     say(`${name} ready at ${where(piece)} (${((Date.now() - t) / 1000).toFixed(1)} s)`);
     return piece;
   };
@@ -260,7 +306,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     // FerretDB, Temporal and the Kubo nodes do not depend on each other; a Cluster peer needs
     // its Kubo. allSettled rather than all: when one fails, the others must have finished
     // starting before stop() runs, or they would be left behind.
-    const [mongo, temporal, ...kubos] = await settleAll([
+    const [mongo, devTemporal, temporalCluster, ...kubos] = await settleAll([
       external.mongodbUri
         ? undefined
         : start(
@@ -276,7 +322,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
               }),
             (r) => r.uri,
           ),
-      external.temporalAddress
+      external.temporalAddress || clusterPorts
         ? undefined
         : start(
             'temporal',
@@ -287,17 +333,28 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
                 sync: options.dbSync,
                 signal,
                 onSpawn: spawned('temporal'),
-                ports: {
-                  frontend: port.temporal,
-                  http: port.temporalHttp,
-                  metrics: port.temporalMetrics,
-                  ui: options.ui ? port.temporalUi : undefined,
-                },
+                ports: temporalPorts,
               }),
             (r) => (r.uiUrl ? `${r.address} (UI ${r.uiUrl})` : r.address),
           ),
+      clusterPorts
+        ? start(
+            'temporal-cluster',
+            () =>
+              startTemporalCluster({
+                dataDir,
+                logDir,
+                ports: clusterPorts,
+                signal,
+                onSpawn: (name, pid) => spawned(name)(pid),
+                say,
+              }),
+            (r) => `${r.address}, namespace ${r.namespace}, on PostgreSQL 127.0.0.1:${r.postgresPort}${r.uiUrl ? ` (UI ${r.uiUrl})` : ''}`,
+          )
+        : undefined,
       ...(external.kuboApiUrl ? [undefined] : peerPorts.map((_, n) => startKuboPeer(n))),
     ] as const);
+    const temporal = devTemporal ?? temporalCluster;
     const kuboApiUrl = external.kuboApiUrl ?? kubos[0]!.apiUrl;
     const startClusterFor = (n: number, kuboUrl: string) =>
       start(
@@ -325,6 +382,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
     const endpoints: StackEndpoints = {
       mongodbUri: external.mongodbUri ?? mongo!.uri,
       temporalAddress: external.temporalAddress ?? temporal!.address,
+      ...(external.temporalAddress ? {} : { temporalNamespace: temporalCluster?.namespace ?? DEV_NAMESPACE }),
       temporalUiUrl: temporal?.uiUrl,
       kuboApiUrl,
       kuboGatewayUrl: kubo?.gatewayUrl,
@@ -362,7 +420,7 @@ async function startStackOnce(options: StackOptions): Promise<Stack> {
       peer.pids = { kubo: k.pid, cluster: c.pid };
       updateStackFile(dataDir, (doc) => void (doc.peers = peers));
     };
-    return { endpoints, peers, started, restartPeer, stop };
+    return { endpoints, peers, started, timings, ...(temporalCluster ? { temporalCluster } : {}), restartPeer, stop };
   } catch (err) {
     await stop();
     throw firstError ?? err;

@@ -38,7 +38,7 @@ import { newMasterKey } from '../infra/secrets.js';
 import { startEdge, type Edge, type EdgeTls } from './edge.js';
 import { DB_SYNC_VALUES, DEFAULT_DB_SYNC, type DbSync } from './db-sync.js';
 import { updateStackFile } from './stack-file.js';
-import { MAX_PEERS, startStack, type Stack, type StackPeer } from './stack.js';
+import { MAX_PEERS, startStack, TEMPORAL_SHAPES, type Stack, type StackPeer, type TemporalShape } from './stack.js';
 
 const stackOnly = process.argv.includes('--stack-only');
 const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
@@ -66,6 +66,17 @@ function dbSync(): DbSync {
   return value as DbSync;
 }
 const sync = dbSync();
+
+/** STACK_TEMPORAL: dev (the CLI's dev server, the default) or cluster (the production shape). */
+function temporalShape(): TemporalShape {
+  const value = (process.env.STACK_TEMPORAL || 'dev').toLowerCase();
+  if (!(TEMPORAL_SHAPES as readonly string[]).includes(value)) {
+    say(`STACK_TEMPORAL must be ${TEMPORAL_SHAPES.join(' or ')} (it is "${process.env.STACK_TEMPORAL}")`);
+    process.exit(1);
+  }
+  return value as TemporalShape;
+}
+const temporalShapeChosen = temporalShape();
 
 /** EDGE (on unless `off`) and EDGE_TLS (`internal` or `acme`; plain HTTP unless set). */
 function edgeSettings(): { on: boolean; tls: EdgeTls['mode'] | null; secret: string } {
@@ -212,6 +223,7 @@ async function main(): Promise<void> {
     ui: true,
     peers: shape.peers,
     dbSync: sync,
+    temporal: temporalShapeChosen,
     external: {
       mongodbUri: process.env.MONGODB_URI || undefined,
       temporalAddress: process.env.TEMPORAL_ADDRESS || undefined,
@@ -228,6 +240,8 @@ async function main(): Promise<void> {
     DATA_DIR: dataDir,
     MONGODB_URI: endpoints.mongodbUri,
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
+    // The namespace the stack's Temporal is set up with, unless the operator names one.
+    ...(process.env.TEMPORAL_NAMESPACE || !endpoints.temporalNamespace ? {} : { TEMPORAL_NAMESPACE: endpoints.temporalNamespace }),
   };
   // Process n of a kind works with peer n mod STACK_PEERS: it adds content through that Kubo,
   // pins through that Cluster peer, and reads through the other peers' gateways when its own
@@ -319,7 +333,7 @@ async function main(): Promise<void> {
           `  S3            ${s3Url}   (access key id: an API key's keyPrefix; secret: the full key)`,
         ]),
     `  Temporal UI   ${endpoints.temporalUiUrl ?? '(external Temporal: see its own UI)'}`,
-    `  Temporal      ${endpoints.temporalAddress}`,
+    `  Temporal      ${endpoints.temporalAddress}   (namespace ${common.TEMPORAL_NAMESPACE ?? 'default'}${stack.temporalCluster ? '; its own server on PostgreSQL: frontend, 2 history, 2 matching, worker' : ''})`,
     `  MongoDB       ${endpoints.mongodbUri}`,
     ...(stack.peers.length > 1
       ? stack.peers.map((p, n) => `  peer ${n + 1}        Kubo ${p.kuboApiUrl} (gateway ${p.kuboGatewayUrl}), Cluster ${p.clusterApiUrl}`)
@@ -355,9 +369,13 @@ async function runEdge(
         ...(process.env.EDGE_ACME_EMAIL ? { email: process.env.EDGE_ACME_EMAIL } : {}),
       }
     : undefined;
-  const kuboGateways = (stack.peers.length > 0 ? stack.peers.map((p) => p.kuboGatewayUrl) : [stack.endpoints.kuboGatewayUrl ?? '']).map(
-    (u) => new URL(u).host,
-  );
+  // Kubo's gateway, where the edge reads content for the API: the stack's peers', or else that of
+  // the Kubo the services use (KUBO_GATEWAY_URL, or port 8080 of KUBO_API_URL's host).
+  const kuboGateways = (
+    stack.peers.length > 0
+      ? stack.peers.map((p) => p.kuboGatewayUrl)
+      : [kuboGateway(process.env.KUBO_GATEWAY_URL || undefined, stack.endpoints.kuboGatewayUrl, stack.endpoints.kuboApiUrl)]
+  ).map((u) => new URL(u).host);
   const options = {
     dataDir,
     host: process.env.EDGE_HOST || host,

@@ -4,12 +4,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES } from '../infra/temporal/contracts/job.js';
+import { checkTemporalSetup } from '../infra/temporal/setup.js';
 import { binaryPath } from './binaries.js';
 import { DEFAULT_DB_SYNC, type DbSync } from './db-sync.js';
 import { startProcess } from './process.js';
 
-// INDEXED_VALUE_TYPE_KEYWORD in temporal.api.enums.v1.IndexedValueType.
-const KEYWORD = 2;
+/** The dev server's namespace, made with the search attributes by its flags below. */
+export const DEV_NAMESPACE = 'default';
 
 export interface TemporalPorts {
   /** Frontend gRPC: what clients and workers connect to. */
@@ -42,17 +43,12 @@ export interface TemporalServer {
   stop(): Promise<void>;
 }
 
-/** Connects, asks the health service, and checks the search attributes; throws if not ready. */
+/** Connects, asks the health service, and checks the namespace's setup (infra/temporal/setup.ts); throws if not ready. */
 export async function checkTemporal(address: string): Promise<void> {
   const connection = await Connection.connect({ address, connectTimeout: 2000 });
   try {
     await connection.healthService.check({});
-    const res = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
-    for (const name of SEARCH_ATTRIBUTES) {
-      const type = res.customAttributes?.[name];
-      if (type === undefined) throw new Error(`search attribute ${name} is not registered`);
-      if (Number(type) !== KEYWORD) throw new Error(`search attribute ${name} has type ${type}, not Keyword`);
-    }
+    await checkTemporalSetup(connection, DEV_NAMESPACE);
   } finally {
     await connection.close();
   }
@@ -85,7 +81,7 @@ export async function startTemporal(options: TemporalOptions): Promise<TemporalS
     // The UI would default to --port + 1000, which can belong to someone else.
     ...(ports.ui === undefined ? ['--headless'] : ['--ui-ip', '127.0.0.1', '--ui-port', String(ports.ui)]),
     '--namespace',
-    'default',
+    DEV_NAMESPACE,
     '--log-level',
     'warn',
     // The contracts' search attributes, all Keyword (exact-match strings).

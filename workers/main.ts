@@ -1,6 +1,6 @@
 // `npm run worker`: one worker process. Scale by running more; each polls the task queue.
 import { loadConfig } from '../infra/config.js';
-import { ConfigError } from '../infra/errors.js';
+import { ConfigError, TemporalSetupError } from '../infra/errors.js';
 import { createLogger } from '../infra/logger.js';
 import { startWorker } from './worker.js';
 
@@ -16,6 +16,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`stupa-worker: ${err instanceof ConfigError ? err.message : (err as Error).stack}\n`);
+  // These say what to do; a stack would bury it.
+  const told = err instanceof ConfigError || err instanceof TemporalSetupError;
+  process.stderr.write(`stupa-worker: ${told ? err.message : (err as Error).stack}\n`);
   process.exit(1);
 });

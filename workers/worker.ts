@@ -14,7 +14,8 @@ import type { Config } from '../infra/config.js';
 import { openDatabase } from '../infra/db/index.js';
 import { createKubo } from '../infra/ipfs/kubo.js';
 import type { Logger } from '../infra/logger.js';
-import { createTemporal } from '../infra/temporal/client.js';
+import { createTemporal, type Temporal } from '../infra/temporal/client.js';
+import { checkTemporalSetup, connectionOptions, isSetupRefused, setupTemporal } from '../infra/temporal/setup.js';
 import { pinWait } from '../infra/temporal/contracts/pins.js';
 import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { auditJob } from '../infra/temporal/contracts/audit.js';
@@ -37,12 +38,19 @@ export interface RunningWorker {
 export async function startWorker(config: Config, logger: Logger): Promise<RunningWorker> {
   const sdkLogger = installRuntime(logger);
   const queue = config.temporal.taskQueue;
+  // First, so a Temporal that is not set up stops the worker before it bundles or connects.
+  const temporal = createTemporal(config.temporal);
+  try {
+    await ensureSetup(temporal, config, logger);
+  } catch (err) {
+    await temporal.close();
+    throw err;
+  }
   const workflowBundle = config.temporal.workflowBundle
     ? { codePath: config.temporal.workflowBundle }
     : await bundleWorkflowCode({ workflowsPath, logger: sdkLogger });
   const db = await openDatabase(config.mongodbUri);
-  const connection = await NativeConnection.connect({ address: config.temporal.address });
-  const temporal = createTemporal(config.temporal);
+  const connection = await NativeConnection.connect(connectionOptions(config.temporal));
   const jobs = createJobs(temporal.client, queue);
   const activities = createActivities({
     config,
@@ -97,6 +105,33 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
       await closed;
     },
   };
+}
+
+/**
+ * The namespace and search attributes the workers need: set up when TEMPORAL_SETUP=auto (what
+ * exists is left as it is), only checked when `off` or when the server refuses this key the
+ * setup (a hosted Temporal). Throws a TemporalSetupError that says what to do when they are
+ * missing.
+ */
+async function ensureSetup(temporal: Temporal, config: Config, logger: Logger): Promise<void> {
+  const { namespace } = config.temporal;
+  if (config.temporalSetup.mode === 'auto') {
+    try {
+      const setup = await setupTemporal(temporal.connection, { namespace, retentionDays: config.temporalSetup.retentionDays });
+      const created = setup.namespaceCreated || setup.searchAttributesAdded.length > 0;
+      const retention = setup.namespaceCreated ? { retentionDays: config.temporalSetup.retentionDays } : {};
+      if (created) logger.info({ namespace, ...setup, ...retention }, 'Temporal set up');
+      else logger.debug({ namespace }, 'Temporal already set up');
+      return;
+    } catch (err) {
+      if (!isSetupRefused(err)) throw err;
+      logger.warn(
+        { namespace, err: (err as Error).message },
+        'Temporal refused the setup (TEMPORAL_SETUP=off stops trying); checking it instead',
+      );
+    }
+  }
+  await checkTemporalSetup(temporal.connection, namespace);
 }
 
 /**

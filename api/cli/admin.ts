@@ -6,10 +6,11 @@ import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createTemporal } from '../../infra/temporal/client.js';
 import { auditJob, type AuditReport, type AuditWorkflow } from '../../infra/temporal/contracts/audit.js';
-import { ConfigError } from '../../infra/errors.js';
+import { ConfigError, TemporalSetupError } from '../../infra/errors.js';
 import { createApiKey, listApiKeys } from '../../core/apikeys.js';
 import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../../core/errors.js';
 import { createUser, getUser, listUsers, setPlan } from '../../core/users.js';
+import { temporalCommand, temporalText, type TemporalReport } from './temporal.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
   users create --email E --name N [--plan P]   create a user and its first API key
@@ -26,7 +27,11 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
                                                workflows compared (a running worker does it); exit 0
                                                only when nothing disagrees; --repair fixes what has one
                                                safe repair and says what it did
-  check --last                                 the last audit's report (the scheduled one, or a check)`;
+  check --last                                 the last audit's report (the scheduled one, or a check)
+  temporal setup                               register the Temporal namespace (TEMPORAL_RETENTION_DAYS)
+                                               and the search attributes it lacks; what exists is left
+  temporal check                               exit 0 when the namespace and search attributes are
+                                               there, 1 saying what is missing`;
 
 class UsageError extends Error {}
 
@@ -40,6 +45,7 @@ const EXIT_CODES: [new (...args: never[]) => Error, number][] = [
   [LimitReached, 1],
   [StupaError, 1],
   [ConfigError, 1],
+  [TemporalSetupError, 1],
 ];
 
 type Options = Record<string, string | boolean | undefined>;
@@ -62,6 +68,9 @@ const publicUser = (u: { _id: string; email: string; name: string; plan: string;
 
 async function run(command: string, opts: Options): Promise<unknown> {
   if (command === 'check') return audit(opts);
+  if (command === 'temporal setup' || command === 'temporal check') {
+    return temporalCommand(loadConfig(process.env, ['temporal']), command === 'temporal setup' ? 'setup' : 'check');
+  }
   const config = loadConfig(process.env, ['mongodb']);
   if (command === 'plans') return [...config.plans.byName.values()];
   const db = await openDatabase(config.mongodbUri);
@@ -207,9 +216,12 @@ async function main(): Promise<number> {
   const command = positionals.join(' ');
   const result = await run(command, values);
   const isAudit = command === 'check';
-  await print(
-    values.json ? `${JSON.stringify(result, null, 2)}\n` : isAudit ? auditText(result as AuditReport) : humanText(result, command),
-  );
+  const text = isAudit
+    ? auditText(result as AuditReport)
+    : command.startsWith('temporal ')
+      ? temporalText(result as TemporalReport)
+      : humanText(result, command);
+  await print(values.json ? `${JSON.stringify(result, null, 2)}\n` : text);
   // The audit's exit code says whether anything disagreed, for scripts and cron.
   return isAudit && disagreements(result as AuditReport) > 0 ? 1 : 0;
 }
@@ -224,9 +236,11 @@ main().then(
         ? ['USAGE', `${err.message}\n${usage}`]
         : err instanceof ConfigError
           ? ['CONFIG', err.message]
-          : err instanceof StupaError
-            ? [err.reason, err.details]
-            : ['ERROR', err.message];
+          : err instanceof TemporalSetupError
+            ? ['TEMPORAL_SETUP', err.message]
+            : err instanceof StupaError
+              ? [err.reason, err.details]
+              : ['ERROR', err.message];
     if (process.argv.includes('--json')) await print(`${JSON.stringify({ error: { reason, details: message } })}\n`);
     process.stderr.write(`stupa admin: ${message}\n`);
     process.exit(EXIT_CODES.find(([type]) => err instanceof type)?.[1] ?? 1);

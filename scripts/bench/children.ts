@@ -44,6 +44,7 @@ export function serviceEnv(
   return {
     MONGODB_URI: endpoints.mongodbUri,
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
+    ...(endpoints.temporalNamespace ? { TEMPORAL_NAMESPACE: endpoints.temporalNamespace } : {}),
     KUBO_API_URL: endpoints.kuboApiUrl,
     ...(endpoints.kuboGatewayUrl ? { KUBO_GATEWAY_URL: endpoints.kuboGatewayUrl } : {}),
     GATEWAY_PORT: String(gatewayPort),

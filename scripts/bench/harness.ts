@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePorts } from '../../stack/ports.js';
 import { tail, type ManagedProcess } from '../../stack/process.js';
-import { startStack, type Stack, type StackEndpoints } from '../../stack/stack.js';
+import { startStack, type Stack, type StackEndpoints, type TemporalShape } from '../../stack/stack.js';
+import type { TemporalCluster } from '../../stack/temporal-cluster.js';
 import { startApiProcess, startWorkerProcess } from '../../stack/services.js';
 import { createBenchUser, serviceEnv } from './children.js';
 
@@ -36,8 +37,14 @@ export interface BenchContext {
   /** The stack's temporary directory (each piece's data in <dataDir>/<piece>/). */
   dataDir: string;
   endpoints: StackEndpoints;
-  /** The environment the API, the worker and the admin CLI were given. */
+  /** The environment the API, the worker and the admin CLI were given (TEMPORAL_NAMESPACE: the
+   * stack's namespace, which every Temporal client of a bench must use). */
   env: Record<string, string>;
+  /** Seconds the stack took to start, whole ('stack') and by piece as stack.ts timed each
+   * ('ferretdb', 'temporal' or 'temporal-cluster', 'kubo', 'cluster'), the pieces starting together. */
+  startSeconds: Record<string, number>;
+  /** The production-shaped Temporal's processes, when the stack runs that shape. */
+  temporalCluster?: TemporalCluster;
   apiUrl: string;
   /** The API process's gateway (connect here; an account's gateway is the Host `<slug>.localhost:<port>`). */
   gatewayUrl: string;
@@ -69,8 +76,13 @@ export async function apiCall<T>(
   return answer;
 }
 
+export interface BenchOptions {
+  /** The stack's Temporal: the dev server (the default) or the production shape (stack.ts). */
+  temporal?: TemporalShape;
+}
+
 /** Runs `body` on a fresh stack; resolves with the exit code (body's, or 1 on a failure). */
-export async function runBench(body: (ctx: BenchContext) => Promise<number>): Promise<number> {
+export async function runBench(body: (ctx: BenchContext) => Promise<number>, options: BenchOptions = {}): Promise<number> {
   const dataDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'stupa-bench-'));
   const logDir = path.join(dataDir, 'logs');
   const abort = new AbortController();
@@ -111,13 +123,20 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
   try {
     const loadStart = os.loadavg()[0]!.toFixed(1);
     const t = Date.now();
-    stackStarting = startStack({ dataDir, ports: 'free', ui: false, signal: abort.signal });
-    const { endpoints } = await stackStarting;
-    say(`stack up in ${((Date.now() - t) / 1000).toFixed(1)} s (${dataDir})`);
+    stackStarting = startStack({ dataDir, ports: 'free', ui: false, temporal: options.temporal, signal: abort.signal });
+    const stack = await stackStarting;
+    const { endpoints } = stack;
+    const startSeconds = {
+      ...Object.fromEntries(Object.entries(stack.timings).map(([piece, ms]) => [piece, ms / 1000])),
+      stack: (Date.now() - t) / 1000,
+    };
+    say(`stack up in ${startSeconds.stack.toFixed(1)} s (${dataDir})`);
     const [apiPort, gatewayPort, s3Port, reportPort] = await freePorts(4);
     // Ready for an edge in front (edge.ts): its secret, and the port where the API takes its reports.
     const env = {
       ...serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!),
+      // The stack's namespace (the production shape's is not the services' default).
+      ...(endpoints.temporalNamespace ? { TEMPORAL_NAMESPACE: endpoints.temporalNamespace } : {}),
       EDGE_SECRET: crypto.randomBytes(32).toString('hex'),
       EDGE_REPORT_PORT: String(reportPort),
     };
@@ -133,7 +152,21 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     const user = await createBenchUser(env);
     say(`API ${apiUrl} (gateway ${gatewayUrl}, pid ${api.pid}) and worker ready; user ${user.userId}`);
-    return await body({ dataDir, endpoints, env, apiUrl, gatewayUrl, api, worker, user, loadStart, signal: abort.signal, track });
+    return await body({
+      dataDir,
+      endpoints,
+      env,
+      startSeconds,
+      ...(stack.temporalCluster ? { temporalCluster: stack.temporalCluster } : {}),
+      apiUrl,
+      gatewayUrl,
+      api,
+      worker,
+      user,
+      loadStart,
+      signal: abort.signal,
+      track,
+    });
   } catch (err) {
     if (interrupted) return exitCode(interrupted);
     say(`failed: ${(err as Error).stack ?? String(err)}`);
@@ -143,6 +176,9 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>): Pr
     }
     return 1;
   } finally {
+    // Several runs in one process (bench -- --temporal): a later run's Ctrl-C is its own.
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     const t = Date.now();
     await cleanup();
     say(`everything stopped in ${((Date.now() - t) / 1000).toFixed(1)} s`);

@@ -156,7 +156,7 @@ export async function benchIpns(ctx: BenchContext, names: number, say: (line: st
   const connection = await Connection.connect({ address: ctx.endpoints.temporalAddress });
   const db = await openDatabase(ctx.endpoints.mongodbUri);
   try {
-    const client = new Client({ connection, namespace: DEFAULT_TEMPORAL_NAMESPACE });
+    const client = new Client({ connection, namespace: ctx.env.TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE });
     const sample = client.workflow.getHandle(ipnsJob.workflowId({ ipnsName: made[0]! }));
     const before = await sample.describe();
     const pids = readStackFile(ctx.dataDir).pids ?? {};

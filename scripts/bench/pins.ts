@@ -39,6 +39,8 @@ export async function benchPins(
     kuboApiUrl: string;
     mongodbUri: string;
     temporalAddress: string;
+    /** The namespace the services use ('default' unless given). */
+    temporalNamespace?: string;
     /** Clients take turns among these API processes. */
     apiUrls: string[];
     apiKey: string;
@@ -104,7 +106,7 @@ export async function benchPins(
     const [last] = await pins.find({ userId: t.userId, status: 'pinned' }).sort({ pinnedAt: -1 }).limit(1).toArray();
     const end = typeof last?.pinnedAt === 'number' ? last.pinnedAt : Date.now();
     const totalSeconds = (end - start) / 1000;
-    const workflows = await pinWorkflows(t.temporalAddress, t.userId);
+    const workflows = await pinWorkflows(t.temporalAddress, t.temporalNamespace ?? 'default', t.userId);
     return { pinsPerSecond: PIN_COUNT / totalSeconds, postSeconds, totalSeconds, serverErrors, workflows, cids };
   } finally {
     await conn.close();
@@ -112,10 +114,10 @@ export async function benchPins(
 }
 
 /** How many pin workflows Temporal has for the user (its visibility store, by search attribute). */
-async function pinWorkflows(temporalAddress: string, userId: string): Promise<number> {
+async function pinWorkflows(temporalAddress: string, namespace: string, userId: string): Promise<number> {
   const connection = await Connection.connect({ address: temporalAddress });
   try {
-    const { count } = await new Client({ connection }).workflow.count(`WorkflowType = 'pinWorkflow' AND UserId = '${userId}'`);
+    const { count } = await new Client({ connection, namespace }).workflow.count(`WorkflowType = 'pinWorkflow' AND UserId = '${userId}'`);
     return count;
   } finally {
     await connection.close();
@@ -126,17 +128,22 @@ async function pinWorkflows(temporalAddress: string, userId: string): Promise<nu
  * 1,000 executions of emptyWorkflow on a task queue of its own, served by a Worker in this
  * process: what Temporal on this machine can do when a workflow costs nothing.
  */
-export async function benchEmptyWorkflow(temporalAddress: string, signal: AbortSignal): Promise<{ perSecond: number; seconds: number }> {
+export async function benchEmptyWorkflow(
+  temporalAddress: string,
+  signal: AbortSignal,
+  namespace = 'default',
+): Promise<{ perSecond: number; seconds: number }> {
   const taskQueue = `bench-empty-${crypto.randomBytes(4).toString('hex')}`;
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   const connection = await Connection.connect({ address: temporalAddress });
   try {
     const worker = await Worker.create({
       connection: nativeConnection,
+      namespace,
       taskQueue,
       workflowsPath: fileURLToPath(new URL('./empty-workflow.ts', import.meta.url)),
     });
-    const client = new Client({ connection });
+    const client = new Client({ connection, namespace });
     const limit = pLimit(CONCURRENCY);
     let seconds = 0;
     // runUntil shuts the worker down when the function settles, also on failure.

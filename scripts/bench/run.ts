@@ -28,6 +28,7 @@
 //               the API's small-upload rate with webhooks on vs off (`--webhooks`)
 //   file-ids.ts how long an upgraded API's start takes to give a million files from before file
 //               ids their own (`--migrate [--records N]` runs only this one)
+//   temporal-shape.ts Temporal's production shape vs its dev server, a stack each, alternating (`--temporal [--rounds N]`)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
@@ -58,6 +59,7 @@ import { benchScale, parseScaleArgs } from './scale.js';
 import { benchScaleOut, scaleOutLines } from './scale-out.js';
 import { benchSnapshot, SNAPSHOT_DIRS, SNAPSHOT_FILE_BYTES, type SnapshotResult } from './snapshot.js';
 import { benchSmallFiles } from './small.js';
+import { benchTemporalShapes, SHAPE_ROUNDS } from './temporal-shape.js';
 import { benchUpload, type UploadClient } from './upload.js';
 import { benchWebhooks, webhooksBroken, webhooksLines } from './webhooks.js';
 
@@ -145,7 +147,7 @@ async function pinsAndEmpty(ctx: BenchContext) {
     `pins: ${fixed(pins.result.pinsPerSecond)}/s (POSTs took ${fixed(pins.result.postSeconds)} s, all pinned after ${fixed(pins.result.totalSeconds)} s)`,
   );
   say(`empty workflow: 1,000 executions, ${CONCURRENCY} at a time`);
-  const empty = await perOne(() => benchEmptyWorkflow(endpoints.temporalAddress, signal));
+  const empty = await perOne(() => benchEmptyWorkflow(endpoints.temporalAddress, signal, endpoints.temporalNamespace));
   say(`empty workflow: ${fixed(empty.result.perSecond)}/s (${fixed(empty.result.seconds)} s)`);
   say(`cpu ms per pin: ${pins.cpu}; per empty workflow: ${empty.cpu} (bench: this process, the empty workflows' worker and client)`);
   return { pins: pins.result, empty: empty.result, cpu: { pins: pins.cpu, empty: empty.cpu }, operations };
@@ -349,6 +351,7 @@ async function main(): Promise<number> {
     const options = parseScaleArgs(args.filter((a) => a !== '--scale'));
     return runBench((ctx) => benchScale(ctx, options));
   }
+  if (args.includes('--temporal')) return benchTemporalShapes(rounds ?? SHAPE_ROUNDS, say);
   if (args.includes('--hot')) hot.upload = hot.small = hot.status = true;
   if (hot.upload || hot.small || hot.status) return runBench((ctx) => hotPaths(ctx, hot));
   if (args.includes('--snapshot')) return runBench(snapshotOnly);

@@ -116,11 +116,12 @@ export function countingJobs(): Jobs & { signals: number } {
   return jobs;
 }
 
-/** The sweep schedule of the worker, paused: the bench runs a sweep itself, when it measures. */
-export async function pauseSweep(temporalAddress: string): Promise<void> {
+/** The sweep schedule of the worker, paused: the bench runs a sweep itself, when it measures.
+ * `namespace`: the stack's (BenchContext env.TEMPORAL_NAMESPACE), the dev server's by default. */
+export async function pauseSweep(temporalAddress: string, namespace = DEFAULT_TEMPORAL_NAMESPACE): Promise<void> {
   const connection = await Connection.connect({ address: temporalAddress });
   try {
-    const client = new Client({ connection, namespace: DEFAULT_TEMPORAL_NAMESPACE });
+    const client = new Client({ connection, namespace });
     await client.schedule.getHandle(sweepJob.scheduleId(DEFAULT_TASK_QUEUE)).pause('npm run bench -- --scale times the sweep itself');
   } finally {
     await connection.close();

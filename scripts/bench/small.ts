@@ -99,7 +99,13 @@ async function allPinned(clusterApiUrl: string, cids: string[], since: number, s
   }
 }
 
-export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => void, roundCount = SMALL_ROUNDS): Promise<SmallResult> {
+/** `files` per round on each side (FILES unless given: `bench -- --temporal` sends fewer). */
+export async function benchSmallFiles(
+  ctx: BenchContext,
+  say: (line: string) => void,
+  roundCount = SMALL_ROUNDS,
+  files = FILES,
+): Promise<SmallResult> {
   const { kuboApiUrl, clusterApiUrl } = ctx.endpoints;
   const stack = readStackFile(ctx.dataDir).pids ?? {};
   const pids: Record<string, number | undefined> = {
@@ -143,17 +149,17 @@ export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => 
     const rate = { api: 0, kubo: 0 };
     let pinnedAfter = 0;
     for (const path of order) {
-      const docs = Array.from({ length: FILES }, (_, i) => JSON.stringify(metadata(`${seed}-${path}-${round}`, i)));
+      const docs = Array.from({ length: files }, (_, i) => JSON.stringify(metadata(`${seed}-${path}-${round}`, i)));
       if (path === 'kubo') {
-        rate.kubo = FILES / (await runClients(FILES, (i) => kuboAdd(kuboApiUrl, docs[i]!)));
+        rate.kubo = files / (await runClients(files, (i) => kuboAdd(kuboApiUrl, docs[i]!)));
         continue;
       }
       const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, pid ? cpuTicks(pid) : 0]));
       const sentBefore = await apiOperations(ctx.apiUrl);
       const cids: string[] = [];
       const start = Date.now();
-      const seconds = await runClients(FILES, async (i) => void cids.push(await uploadOne(user.apiKey, JSON.parse(docs[i]!))));
-      rate.api = FILES / seconds;
+      const seconds = await runClients(files, async (i) => void cids.push(await uploadOne(user.apiKey, JSON.parse(docs[i]!))));
+      rate.api = files / seconds;
       for (const [k, pid] of Object.entries(pids)) if (pid) ticks[k]! += cpuTicks(pid) - before[k]!;
       for (const [k, n] of await apiOperations(ctx.apiUrl)) commands.set(k, (commands.get(k) ?? 0) + n - (sentBefore.get(k) ?? 0));
       pinnedAfter = await allPinned(clusterApiUrl, cids, start, ctx.signal);
@@ -164,7 +170,7 @@ export async function benchSmallFiles(ctx: BenchContext, say: (line: string) => 
         `ratio ${(rate.api / rate.kubo).toFixed(2)}, all pinned in Cluster ${pinnedAfter.toFixed(1)} s after the first request; 503s so far ${busy}`,
     );
   }
-  const uploads = FILES * roundCount;
+  const uploads = files * roundCount;
   const cpuMs = Object.fromEntries(Object.entries(ticks).map(([k, t]) => [k, ((t / TICKS_PER_SECOND) * 1000) / uploads]));
   return {
     rounds,
