@@ -15,7 +15,11 @@ async function workerLines(level: string): Promise<string[]> {
 
 test('at LOG_LEVEL=warn a worker that starts and stops normally prints nothing', async () => {
   // No bundle listing, no SDK INFO lines, no warning about the activities-only waits queue.
-  expect(await workerLines('warn')).toEqual([]);
+  // TMPRL1104 ("Workflow task duration exceeded 5 seconds") is the one warning a normal start
+  // may print: it measures the machine, not the worker (the first task of the sweep took 7.5 s
+  // once on a loaded 2-core CI machine), and an operator should see it when it is true.
+  const lines = await workerLines('warn');
+  expect(lines.filter((line) => !line.includes('[TMPRL1104]'))).toEqual([]);
 }, 60_000);
 
 test("at LOG_LEVEL=info the SDK's own lines arrive as pino JSON", async () => {
