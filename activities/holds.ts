@@ -37,6 +37,7 @@ import {
   PROCESS_FORGET_AFTER_MS,
 } from '../infra/constants.js';
 import { createClusterPinner, PIN_METADATA, syncHolds, unpinIfUnheld, type SyncDeps } from '../core/hold-sync.js';
+import { lostByRestore, type RestoreRecord } from '../core/restores.js';
 import { requestSync, type HolderRef } from '../infra/temporal/contracts/holds.js';
 import type { SweepHolds } from '../infra/temporal/contracts/sweep.js';
 import { createCountCheck } from './counts.js';
@@ -49,11 +50,23 @@ export function createHoldActivities(deps: ActivityDeps) {
   const limit = pLimit(16);
 
   /** Asks for a sync when Cluster's pin (this service's) and the holds disagree. A sync
-   * already under way may make them disagree for a moment; the extra round is harmless. */
-  async function resyncIfDifferent(multihash: string, cid: string, held: boolean): Promise<boolean> {
+   * already under way may make them disagree for a moment; the extra round is harmless.
+   * `restores`: the database's restores, read once a round and only when needed. */
+  async function resyncIfDifferent(
+    multihash: string,
+    cid: string,
+    held: boolean,
+    restores: () => Promise<RestoreRecord[]>,
+  ): Promise<boolean> {
     const allocation = await cluster.allocation(cid, { signal: AbortSignal.timeout(10_000) });
     const pinned = allocation?.metadata?.service === PIN_METADATA.service;
     if (pinned === held) return !pinned && !allocation && (await unpinLeftInKubo(multihash, cid));
+    // A pin no record holds that a restore may have left (core/restores.ts) is the audit's to
+    // report and the operator's to release, never the sweep's to unpin. The sweep sees only
+    // content in the change log, and a restore rolls the log back with the records, so its
+    // first rounds after one look again at changes logged shortly before the backup: the content
+    // of one of those may since have been pinned for a record the restore forgot.
+    if (pinned && lostByRestore(allocation?.metadata?.at, await restores())) return false;
     // The sync workflow reads the holds again, and pins by a holder's CID.
     await requestSync(jobs, multihash, cid);
     return true;
@@ -93,7 +106,7 @@ export function createHoldActivities(deps: ActivityDeps) {
       for (const ref of input.refs) {
         const held = await db.holds.holds(ref);
         if (!held) continue;
-        await pin(held.cid, held.origins);
+        await pin(held.cid, held.origins, { account: held.userId, record: `${ref.kind}:${held.id}` });
         if (await db.holds.holds(ref)) return;
         break;
       }
@@ -126,6 +139,8 @@ export function createHoldActivities(deps: ActivityDeps) {
       const countsFrom = watermark - COUNT_CHECK_AFTER_MS;
       const countsUpTo = upTo - COUNT_CHECK_AFTER_MS;
       const seen = new Set<string>();
+      let restores: Promise<RestoreRecord[]> | undefined;
+      const restoreWindows = () => (restores ??= db.restores.all());
       let resynced = 0;
       for (let page = await db.holdChanges.page(from, upTo, HOLD_CHANGE_PAGE); page.length > 0;) {
         for (const c of page) if (c.at > countsFrom && c.at <= countsUpTo) counts.note(c);
@@ -134,7 +149,9 @@ export function createHoldActivities(deps: ActivityDeps) {
         const fresh = page.filter((c) => tryParseCid(c.cid) !== undefined && !seen.has(c.multihash) && seen.add(c.multihash));
         // Whether each is held: one query per holder kind for the page, read before Cluster is asked.
         const held = await db.holds.heldAmong(fresh.map((c) => c.multihash));
-        const differed = await Promise.all(fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid, held.has(c.multihash)))));
+        const differed = await Promise.all(
+          fresh.map((c) => limit(() => resyncIfDifferent(c.multihash, c.cid, held.has(c.multihash), restoreWindows))),
+        );
         resynced += differed.filter(Boolean).length;
         const last = page[page.length - 1]!;
         if (page.length < HOLD_CHANGE_PAGE) break;

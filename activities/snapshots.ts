@@ -98,7 +98,7 @@ export function createSnapshotActivities(deps: ActivityDeps) {
         fileCount: input.fileCount,
         totalSize: input.totalSize,
       });
-      await announceHoldChange(deps, cid.multihash, cid.v1, { kind: 'snapshot', key: record._id });
+      await announceHoldChange(deps, cid.multihash, cid.v1, { kind: 'snapshot', key: record._id, userId: record.userId });
       return record.takenAt;
     },
 

@@ -10,8 +10,7 @@ import { isAnswerLost } from '../infra/db/errors.js';
 import type { Database } from '../infra/db/index.js';
 import { firstHold, type HoldKind, type Reserved } from '../infra/db/usage.js';
 import type { Plan } from '../infra/plans.js';
-import { announceHoldChange } from './hold-sync.js';
-import type { HolderRef } from '../infra/temporal/contracts/holds.js';
+import { announceHoldChange, type AddedHolder } from './hold-sync.js';
 import { recordEvent, type EventDeps } from './webhook-events.js';
 import type { Jobs } from '../infra/temporal/jobs.js';
 import { asStupaError, InvalidInput, LimitReached, Unavailable } from './errors.js';
@@ -196,7 +195,7 @@ export async function reserveHolding(
 export async function holdsChanged(
   deps: { db: Database; jobs: Jobs; cluster?: ClusterClient; config?: Pick<Config, 'cluster'> },
   cid: ParsedCid,
-  added?: HolderRef,
+  added?: AddedHolder,
   options: { logged?: boolean } = {},
 ): Promise<void> {
   await announceHoldChange(deps, cid.multihash, cid.v1, added, options);

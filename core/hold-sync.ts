@@ -24,10 +24,35 @@ import type { Jobs } from '../infra/temporal/jobs.js';
 /** Cluster pins made by this service carry this metadata, so the sweep never touches others'. */
 export const PIN_METADATA = { service: 'stupa' };
 
+/** Whom a pin is made for: the account and its record that holds the content (`<kind>:<id>`,
+ * as `db.holds.of` names holders). */
+export interface PinFor {
+  account: string;
+  record: string;
+}
+
+/**
+ * The metadata of a pin of ours: the service, and whom and when (`at`, ms since epoch: Cluster's
+ * metadata values are strings) it was pinned for. A MongoDB restored from a backup forgets the
+ * records written after it, not their pins: the audit keeps a pin no record holds when its `at`
+ * falls between a backup and its restore (activities/audit/content.ts), and the account and
+ * record tell the operator whose it is.
+ * Measured against Cluster v1.1.6: pinning a CID it pins already, with other metadata, replaces
+ * the metadata whole (GET /allocations/<cid> shows the new keys, none of the old ones kept; the
+ * pin's timestamp and status unchanged; about 10 ms on loopback), and the same metadata again
+ * changes nothing. So a re-pin for a newer record (a sync round, a second upload of the content)
+ * moves `at` forward, and the last pin's record is the one named. As `at` differs each time, a
+ * re-pin is now a write of Cluster's state where an identical one was none: re-pins come only
+ * from sync rounds and content added again, a few per change.
+ */
+export function pinMetadata(pinFor: PinFor, at = Date.now()): Record<string, string> {
+  return { ...PIN_METADATA, account: pinFor.account, record: pinFor.record, at: String(at) };
+}
+
 /** `here`: the content was just added through this process's Kubo, the one its Cluster peer
  * drives: with replication factors and CLUSTER_ALLOCATE_LOCAL, that peer is allocated first (it
  * has the blocks already), and the other peers fetch from it. */
-export type ClusterPinner = (cid: string, origins: string[], options?: { here?: boolean }) => Promise<void>;
+export type ClusterPinner = (cid: string, origins: string[], pinFor: PinFor, options?: { here?: boolean }) => Promise<void>;
 
 /** Each Cluster REST API's own peer ID, asked once (again after a failure). */
 const peerIds = new WeakMap<ClusterClient, Promise<string>>();
@@ -46,12 +71,12 @@ export function createClusterPinner({ cluster, config }: { cluster: ClusterClien
   const { replicationMin, replicationMax, allocateLocal } = config.cluster;
   // -1/-1 pins on every peer: there is nothing to choose.
   const local = allocateLocal && !(replicationMin === -1 && replicationMax === -1);
-  return async (cid, origins, options = {}) =>
+  return async (cid, origins, pinFor, options = {}) =>
     cluster.pin(cid, {
       replicationMin,
       replicationMax,
       origins,
-      metadata: PIN_METADATA,
+      metadata: pinMetadata(pinFor),
       ...(options.here && local ? { allocations: [await ownPeerId(cluster)] } : {}),
     });
 }
@@ -105,19 +130,23 @@ export interface SyncDeps {
 export async function syncHolds(deps: SyncDeps, multihash: string, cid: string): Promise<'pinned' | 'unpinned'> {
   for (let round = 1; ; round++) {
     const holds = await deps.db.holds.of(multihash);
-    const held = holds.holders.length > 0;
-    if (held) await deps.pin(holds.cid ?? cid, holds.origins);
+    const { newest } = holds;
+    if (newest) await deps.pin(holds.cid ?? cid, holds.origins, { account: newest.userId, record: newest.holder });
     else await deps.cluster.unpin(cid);
+    const held = newest !== undefined;
     if ((await deps.db.holds.isHeld(multihash)) === held) return held ? 'pinned' : 'unpinned';
     if (round === SYNC_ROUNDS) throw new Error(`the holds of ${cid} changed through ${SYNC_ROUNDS} rounds`);
   }
 }
 
+/** A record just added, with whose it is: its pin is made before it is read again. */
+export type AddedHolder = HolderRef & { userId: string };
+
 export async function announceHoldChange(
   deps: HoldSyncDeps,
   multihash: string,
   cid: string,
-  added?: HolderRef,
+  added?: AddedHolder,
   options: { logged?: boolean } = {},
 ): Promise<void> {
   // `logged`: the caller appended it before writing the record (core/uploads.ts).
@@ -148,8 +177,10 @@ export async function announceHoldChange(
  * if it was removed meanwhile, its removal's round may have run before this pin, so the content
  * is unpinned unless someone else holds it.
  */
-async function pinAdded(deps: HoldSyncDeps, inline: SyncDeps, multihash: string, cid: string, added: HolderRef): Promise<void> {
-  await inline.pin(cid, [], { here: true });
+async function pinAdded(deps: HoldSyncDeps, inline: SyncDeps, multihash: string, cid: string, added: AddedHolder): Promise<void> {
+  // Whom for comes from the caller: no read before the pin (the holder kinds' `_id`s are their
+  // holder IDs, pin requests, whose are not, announce no `added`).
+  await inline.pin(cid, [], { account: added.userId, record: `${added.kind}:${added.key}` }, { here: true });
   const held = await deps.db.holds.holds(added);
   if (!held) {
     await unpinIfUnheld(inline, multihash, cid);
@@ -191,7 +222,7 @@ export async function announceHoldChangeIfAlone(
   deps: HoldSyncDeps,
   multihash: string,
   cid: string,
-  self: HolderRef,
+  self: AddedHolder,
   change: 'added' | 'removed',
 ): Promise<void> {
   if (await deps.db.holds.heldByOthers(multihash, self, { otherKinds: change === 'added' })) return;

@@ -198,7 +198,7 @@ export async function publishIpns(deps: UseCaseDeps, caller: Caller, ipnsName: s
  * looked at together: their reads share a round trip (infra/db/batch.ts). */
 async function targetMoved(deps: UseCaseDeps, ipnsName: string, previous: IpnsNameRecord, target: ParsedCid): Promise<void> {
   if (previous.multihash === target.multihash) return;
-  const self = { kind: 'ipns', key: ipnsName };
+  const self = { kind: 'ipns', key: ipnsName, userId: previous.userId };
   await Promise.all([
     announceHoldChangeIfAlone(deps, target.multihash, target.v1, self, 'added'),
     previous.multihash && previous.cid ? announceHoldChangeIfAlone(deps, previous.multihash, previous.cid, self, 'removed') : undefined,

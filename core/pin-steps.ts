@@ -69,7 +69,7 @@ export function createPinSteps(deps: PinStepDeps) {
     // Logged first, as every hold's change is (core/hold-sync.ts): the sweep then checks this
     // content again, and finds a pin that a crashed Cluster forgot (HOLD_CHANGE_RECHECK_MS).
     await db.holdChanges.append(input.multihash, input.cid);
-    await clusterPin(input.cid, input.origins, options);
+    await clusterPin(input.cid, input.origins, { account: userOfContentKey(input.key), record: `pin:${input.requestId}` }, options);
     const pin = await db.pins.get(input.key);
     if (pin && pin.requestId === input.requestId && pin.status !== 'failed') return 'requested';
     await announceHoldChange(deps, input.multihash, input.cid);

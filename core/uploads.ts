@@ -329,7 +329,7 @@ async function recordFile(
     storedBytes: stored,
   });
   if (written.created) await completing(() => fileMoved(deps.db, null, written.file.folderId));
-  await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id }, { logged: true }));
+  await completing(() => holdsChanged(deps, cid, { kind: 'file', key: written.file._id, userId: user._id }, { logged: true }));
   if (written.created) {
     if (wants(user, 'upload.created'))
       await recordEvent(deps, user._id, fileEvent('upload.created', written.file, await contentLinkBase(deps, user)));

@@ -297,6 +297,11 @@ export const AUDIT_CONCURRENCY = 16;
 /** A count that differs is looked at again after this long before it is reported: a write in
  * flight (a reservation, a record whose count is being stepped) is not a disagreement. */
 export const AUDIT_SECOND_LOOK_MS = 1000;
+/** How far before a backup's `takenAt` a pin's `at` still counts as made after it: the two
+ * times come from different machines' clocks (infra/db/restores.ts, core/restores.ts). */
+export const RESTORE_CLOCK_MARGIN_MS = 60_000;
+/** Restores read at most (the newest): one document per restore ever made. */
+export const RESTORES_READ = 1000;
 
 /** Webhooks (core/webhooks.ts, activities/webhooks.ts). IDs are `wh_…`, deliveries
  * `dlv_…` and events `msg_…` (the `webhook-id` a receiver de-duplicates by). */

@@ -4,7 +4,7 @@
 //   1. installs the npm dependencies when node_modules is missing or older than the lock file;
 //   2. builds every command of stack/versions.json that is missing from the cache;
 //   3. with `--browser` (npm test): makes sure the real clients the tests drive are there:
-//      Chromium, s3cmd and rclone, and PostgreSQL 15 for the production-shaped Temporal
+//      Chromium, s3cmd and rclone, sqlite3 (the backup's copy of the stack's SQLite files), and PostgreSQL 15 for the production-shaped Temporal
 //      (Debian's packages, installed when missing and apt-get may run) and the aws CLI (from PyPI into a virtualenv in the cache, AWS_CLI_VERSION);
 //   4. with `--bench` (npm run bench): builds the benchComponents of versions.json too (MinIO,
 //      the engine the S3 benchmark compares with), cached like the rest.
@@ -178,7 +178,7 @@ function chromiumPath() {
 }
 
 /** Debian packages the tests drive, by the command each provides. */
-const DEBIAN_CLIENTS = { chromium: 'chromium', s3cmd: 's3cmd', rclone: 'rclone' };
+const DEBIAN_CLIENTS = { chromium: 'chromium', s3cmd: 's3cmd', rclone: 'rclone', sqlite3: 'sqlite3' };
 /** The aws CLI the S3 tests drive (tests/support/s3-clients.ts finds it in the cache). */
 const AWS_CLI_VERSION = '1.46.3';
 

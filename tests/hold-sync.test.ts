@@ -68,14 +68,14 @@ test('a record gone by the time its pin lands is unpinned by its pinner, unless 
     (await kubo().add(`gone ${Date.now()} ${Math.random()}`, { cidVersion: 1, rawLeaves: true, pin: false })).cid.toString(),
   );
   // An added record that no longer exists: as if deleted right after its write, before the pin.
-  await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: newFileId() });
+  await announceHoldChange(api.deps, cid.multihash, cid.v1, { kind: 'file', key: newFileId(), userId: user.userId });
   expect(await inPinSet(cid.v1)).toBe(false);
   expect(await syncWorkflowStatus(cid.v1)).toBe('NONE');
 
   // The same, for content an upload holds: its pin stays.
   const held = await call(api, 'POST', '/upload/new', { key: user.apiKey, body: { content: `held ${Date.now()} ${Math.random()}` } });
   const heldCid = parseCid(held.body.cid);
-  await announceHoldChange(api.deps, heldCid.multihash, heldCid.v1, { kind: 'file', key: newFileId() });
+  await announceHoldChange(api.deps, heldCid.multihash, heldCid.v1, { kind: 'file', key: newFileId(), userId: user.userId });
   expect(await inPinSet(heldCid.v1)).toBe(true);
 });
 
@@ -91,7 +91,7 @@ test('with Cluster unreachable, an added hold goes to its sync workflow, which p
     'unpinned',
   );
   const unreachable = { ...api.deps, cluster: createClusterClient('http://127.0.0.1:9') };
-  await announceHoldChange(unreachable, cid.multihash, cid.v1, { kind: 'file', key: res.body.id });
+  await announceHoldChange(unreachable, cid.multihash, cid.v1, { kind: 'file', key: res.body.id, userId: user.userId });
   expect(await syncWorkflowStatus(cid.v1)).not.toBe('NONE');
   await syncRoundsDone(api.deps.temporal.client, cid.v1);
   expect(await inPinSet(cid.v1)).toBe(true);

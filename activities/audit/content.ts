@@ -11,7 +11,8 @@ import { tryParseCid } from '../../infra/ipfs/cid.js';
 import type { Allocation } from '../../infra/ipfs/cluster.js';
 import { AUDIT_CONCURRENCY, AUDIT_PAGE } from '../../infra/constants.js';
 import { PIN_METADATA } from '../../core/hold-sync.js';
-import type { AuditPart } from '../../infra/temporal/contracts/audit.js';
+import { lostByRestore, type LostByRestore, type RestoreRecord } from '../../core/restores.js';
+import type { AuditPart, Disagreement } from '../../infra/temporal/contracts/audit.js';
 import { requestSync } from '../../infra/temporal/contracts/holds.js';
 import type { ActivityDeps } from '../deps.js';
 import { createFindings, type Findings } from './report.js';
@@ -20,6 +21,24 @@ import { createFindings, type Findings } from './report.js';
 const EMPTY_DIRECTORY = tryParseCid('QmUNLLsPACCz1vLxQVkXqqLX5R1X345qqfHbsf67hvA3Nn')!.multihash;
 
 const ours = (pin: Allocation | null) => pin?.metadata?.service === PIN_METADATA.service;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A pin no record holds that a restore may have left: reported with whose it says it is, and
+ * kept whatever --repair says. */
+function pinnedAfterBackup(cid: string, metadata: Record<string, string>, lost: LostByRestore): Disagreement {
+  const { account, record } = metadata;
+  const when = lost.at === null ? 'at a time it does not say (an older version pinned it)' : iso(lost.at);
+  const backup = `the backup taken ${iso(lost.restore.takenAt)} and restored ${iso(lost.restore.restoredAt)}`;
+  return {
+    kind: 'pinned-after-backup',
+    subject: cid,
+    ...(account ? { userId: account } : {}),
+    detail:
+      `Cluster pins it for account ${account ?? 'unknown'}, record ${record ?? 'unknown'}, pinned ${when}; no record holds it, ` +
+      `and ${backup} may have forgotten its record: kept (no repair unpins it)`,
+  };
+}
 
 /** Groups a stream into arrays of `size`, so that each is checked with one query or in parallel. */
 async function* batches<T>(items: AsyncIterable<T>, size: number): AsyncGenerator<T[]> {
@@ -73,8 +92,18 @@ export function createContentAudit(deps: ActivityDeps) {
     }
   }
 
-  /** Every pin of this service's in Cluster is held by a record. */
-  async function pinnedIsHeld(f: Findings, repair: boolean, progress: () => void): Promise<void> {
+  /**
+   * Every pin of this service's in Cluster is held by a record. One that is not is a stray
+   * (pinned-not-held, unpinned by its sync on --repair), unless a restore of the database may
+   * have forgotten its record (pinned-after-backup, kept: core/restores.ts). `restores`: read
+   * once for the run.
+   * Nothing else unpins such a pin behind the audit's back: a sync round runs only for a change
+   * of its content (a record's write, a delete, this repair), and the sweep only for content in
+   * the change log, which the restore rolled back with the records; the sweep's first rounds
+   * after a restore look again at changes logged shortly before the backup, so it keeps these
+   * pins by the same rule (activities/holds.ts `resyncIfDifferent`).
+   */
+  async function pinnedIsHeld(f: Findings, repair: boolean, progress: () => void, restores: RestoreRecord[]): Promise<void> {
     for await (const batch of batches(cluster.eachAllocation(), AUDIT_PAGE)) {
       const pins = batch.filter(ours).flatMap((pin) => {
         const parsed = tryParseCid(pin.cid);
@@ -84,7 +113,12 @@ export function createContentAudit(deps: ActivityDeps) {
       const held = await db.holds.heldAmong(pins.map((p) => p.multihash));
       for (const pin of pins.filter((p) => !held.has(p.multihash)))
         f.suspect(async () => {
-          if ((await db.holds.heldAmong([pin.multihash])).size > 0 || !ours(await cluster.allocation(pin.cid))) return null;
+          if ((await db.holds.heldAmong([pin.multihash])).size > 0) return null;
+          const now = await cluster.allocation(pin.cid);
+          if (!ours(now)) return null;
+          const metadata = now!.metadata ?? {};
+          const lost = lostByRestore(metadata.at, restores);
+          if (lost) return pinnedAfterBackup(pin.cid, metadata, lost);
           if (repair) await requestSync(jobs, pin.multihash, pin.cid);
           return {
             kind: 'pinned-not-held',
@@ -154,7 +188,7 @@ export function createContentAudit(deps: ActivityDeps) {
   return async function auditContent(repair: boolean, progress: () => void): Promise<AuditPart> {
     const f = createFindings();
     await heldIsPinned(f, repair, progress);
-    await pinnedIsHeld(f, repair, progress);
+    await pinnedIsHeld(f, repair, progress, await db.restores.all());
     await clusterMatchesKubo(f, repair);
     await kuboMatchesCluster(f, repair, progress);
     return f.part;

@@ -1,7 +1,11 @@
 // `npm run admin -- <command>`: the operator's tool. There is no sign-up endpoint; operators
 // create users and their first API key here. It talks to MongoDB directly, so it works beside
 // a running `npm start` given the same DATA_DIR (or MONGODB_URI and MASTER_KEY).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { projectRoot } from '../../infra/paths.js';
 import { loadConfig } from '../../infra/config.js';
 import { openDatabase } from '../../infra/db/index.js';
 import { createTemporal } from '../../infra/temporal/client.js';
@@ -10,6 +14,7 @@ import { ConfigError, TemporalSetupError } from '../../infra/errors.js';
 import { createApiKey, listApiKeys } from '../../core/apikeys.js';
 import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaError } from '../../core/errors.js';
 import { createUser, getUser, listUsers, setPlan } from '../../core/users.js';
+import { recordRestore } from '../../core/restores.js';
 import { temporalCommand, temporalText, type TemporalReport } from './temporal.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
@@ -31,7 +36,24 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   temporal setup                               register the Temporal namespace (TEMPORAL_RETENTION_DAYS)
                                                and the search attributes it lacks; what exists is left
   temporal check                               exit 0 when the namespace and search attributes are
-                                               there, 1 saying what is missing`;
+                                               there, 1 saying what is missing
+  backup DIR                                   the local stack (npm start): an online backup into DIR
+  restore DIR                                  the local stack: a backup into an empty DATA_DIR, stopped
+  restored --taken-at TIME                     after restoring MongoDB with its own tools: records the
+                                               backup's time (ISO 8601), so the audit keeps content
+                                               pinned after it (docs/operations/upgrades-and-backups.md)`;
+
+/** backup and restore work on the local stack's files and binaries (stack/backup-cli.ts). The admin
+ * tool is production code, which never imports the local stack: it runs that file as a process of
+ * its own, and where it is absent (a production image) says where the procedure is. */
+function localStackCommand(args: string[]): number {
+  const cli = path.join(projectRoot, 'stack', 'backup-cli.ts');
+  if (!fs.existsSync(cli)) {
+    process.stderr.write('stupa admin: backup and restore are for the local stack; production: docs/operations/upgrades-and-backups.md\n');
+    return 2;
+  }
+  return spawnSync(process.execPath, ['--import', 'tsx', cli, ...args], { stdio: 'inherit' }).status ?? 1;
+}
 
 class UsageError extends Error {}
 
@@ -103,6 +125,12 @@ async function run(command: string, opts: Options): Promise<unknown> {
       }
       case 'keys list':
         return await listApiKeys(deps, (await getUser(deps, required(opts, 'user')))._id);
+      case 'restored': {
+        const takenAt = new Date(required(opts, 'taken-at'));
+        if (Number.isNaN(takenAt.getTime())) throw new UsageError('--taken-at must be a time, e.g. 2026-11-29T10:00:00Z');
+        await recordRestore(db, { takenAt });
+        return { restored: true, takenAt: takenAt.toISOString() };
+      }
       case 'usage recount': {
         const user = await getUser(deps, required(opts, 'user'));
         const { files, pinned, used } = await db.usage.recount(user._id);
@@ -193,6 +221,8 @@ function humanText(result: unknown, command: string): string {
 const print = (text: string) => new Promise<void>((resolve) => process.stdout.write(text, () => resolve()));
 
 async function main(): Promise<number> {
+  const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+  if (first === 'backup' || first === 'restore') return localStackCommand(process.argv.slice(2));
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
@@ -207,6 +237,7 @@ async function main(): Promise<number> {
       after: { type: 'string' },
       repair: { type: 'boolean' },
       last: { type: 'boolean' },
+      'taken-at': { type: 'string' },
     },
   });
   if (values.help) {

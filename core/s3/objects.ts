@@ -222,7 +222,7 @@ export async function recordObject(
     const usedAfter = held.usedAfter !== undefined ? held.usedAfter + stored - held.used + removed : await deps.db.usage.used(userId);
     await quotaEvents(deps, userId, caller.plan, usedAfter, stored + removed);
   }
-  await holdsChanged(deps, cid, { kind: 'object', key: record._id }, { logged: true });
+  await holdsChanged(deps, cid, { kind: 'object', key: record._id, userId: record.userId }, { logged: true });
   if (replaced) await holdsChanged(deps, parseCid(replaced.cid), undefined, { logged: true });
   // A bucket deleted while the body came (buckets.ts deleteBucket) keeps no object: this one is
   // taken back, as a delete of exactly it. A multipart completion looks for itself (multipart.ts

@@ -94,7 +94,7 @@ const INSERT_TRIES = 3;
 export function createFileStore(conn: Connection) {
   const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
   /** A file holds its content while it exists (infra/db/holds.ts). */
-  const holder = existenceHolder('file', Files);
+  const holder = existenceHolder('file', Files, 'createdAt');
   const getShared = coalesceReads((id: string) => Files.findById(id).lean<FileRecord>().exec());
   // A user's newest files of a content: polled like a pin's status (GET /file/:cid), so
   // concurrent reads of the same share a database read too.

@@ -22,8 +22,9 @@ export interface Held {
   origins: string[];
 }
 
-/** A holding record as `holdersOf` finds it: also its ID and whose it is. */
-export type Holder = Held & { id: string; userId: string };
+/** A holding record as `holdersOf` finds it: also its ID, whose it is and, where the record
+ * keeps one, when it came to hold the content (ms): which holder a pin names (core/hold-sync.ts). */
+export type Holder = Held & { id: string; userId: string; at?: number };
 
 /** One kind of record that holds content. Each store that has such records provides one. */
 export interface HolderKind {
@@ -32,7 +33,7 @@ export interface HolderKind {
   /** Every record of this kind that holds the multihash. Used for decisions to unpin. */
   holdersOf(multihash: string): Promise<Holder[]>;
   /** The record with this `_id`, if it exists and holds its content. By `_id` alone. */
-  holds(key: string): Promise<Held | null>;
+  holds(key: string): Promise<Holder | null>;
   /** A page of the content records of this kind hold, by multihash after `after`, each once,
    * with a CID to pin it by (the audit's walk: every kind has a {multihash} index). */
   heldPage(after: string, limit: number): Promise<{ multihash: string; cid: string }[]>;
@@ -98,30 +99,35 @@ export function heldQueries<T>(
 }
 
 /** The kind of record that holds its content for as long as it exists (files, snapshots):
- * its `_id` is the holder's ID, and it has the content's `cid` and `multihash`. */
+ * its `_id` is the holder's ID, and it has the content's `cid` and `multihash`; `timeField`:
+ * when it was written (ms). */
 export function existenceHolder<T extends { _id: string; userId: string; cid: string; multihash: string }>(
   kind: string,
   records: Model<T>,
+  timeField: keyof T & string,
 ): HolderKind {
-  type Row = Pick<T, '_id' | 'userId' | 'cid' | 'multihash'>;
+  type Row = Pick<T, '_id' | 'userId' | 'cid' | 'multihash'> & Record<string, unknown>;
   // Every upload asks right after its pin (core/hold-sync.ts): those asked together are read
   // together (batch.ts).
   const exists = batchedReads(async (keys) => {
     const rows = await records
-      .find({ _id: { $in: keys } }, { cid: 1 })
+      .find({ _id: { $in: keys } }, { cid: 1, userId: 1 })
       .lean<Row[]>()
       .exec();
-    return new Map(rows.map((r) => [r._id, r.cid]));
+    return new Map(rows.map((r) => [r._id, { cid: r.cid, userId: r.userId }]));
   });
   return {
     kind,
     async holdersOf(multihash) {
-      const rows = await records.find({ multihash }, { cid: 1, userId: 1 }).lean<Row[]>().exec();
-      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid, origins: [] }));
+      const rows = await records
+        .find({ multihash }, { cid: 1, userId: 1, [timeField]: 1 })
+        .lean<Row[]>()
+        .exec();
+      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid, origins: [], at: r[timeField] as number | undefined }));
     },
     async holds(key) {
-      const cid = await exists(key);
-      return cid === null ? null : { cid, origins: [] };
+      const row = await exists(key);
+      return row === null ? null : { id: key, userId: row.userId, cid: row.cid, origins: [] };
     },
     ...heldQueries(records),
   };
@@ -136,6 +142,9 @@ export interface Holds {
   cid?: string;
   /** Origins of every holder, for Cluster. */
   origins: string[];
+  /** The holder written last (any one where none keeps a time), and whose it is: the one the
+   * content's pin names. Absent when nobody holds it. */
+  newest?: { holder: string; userId: string };
 }
 
 export function createHolds(kinds: HolderKind[]) {
@@ -149,16 +158,21 @@ export function createHolds(kinds: HolderKind[]) {
     async of(multihash: string): Promise<Holds> {
       const found = await Promise.all(kinds.map(async (k) => (await k.holdersOf(multihash)).map((h) => ({ ...h, kind: k.kind }))));
       const all = found.flat();
+      const newest = all.reduce<(typeof all)[number] | undefined>(
+        (a, h) => (a && (a.at ?? -Infinity) >= (h.at ?? -Infinity) ? a : h),
+        undefined,
+      );
       return {
         holders: all.map((h) => `${h.kind}:${h.id}`),
         users: [...new Set(all.map((h) => h.userId))],
         cid: all[0]?.cid,
         origins: [...new Set(all.flatMap((h) => h.origins))],
+        ...(newest ? { newest: { holder: `${newest.kind}:${newest.id}`, userId: newest.userId } } : {}),
       };
     },
 
-    /** Whether this record exists and still holds its content. */
-    async holds(ref: HolderRef): Promise<Held | null> {
+    /** Whether this record exists and still holds its content (and whose it is). */
+    async holds(ref: HolderRef): Promise<Holder | null> {
       const kind = byName.get(ref.kind);
       if (!kind) throw new Error(`unknown holder kind ${ref.kind}`);
       return kind.holds(ref.key);

@@ -20,6 +20,7 @@ import { createObjectStore } from './objects.js';
 import { createPinStore } from './pins.js';
 import { createProcessStore } from './processes.js';
 import { createRateLimitStore } from './rate-limits.js';
+import { createRestoreStore } from './restores.js';
 import { createAuditStore } from './audits.js';
 import { createSnapshotListingStore } from './snapshot-listings.js';
 import { createSignedTokenStore } from './signed-tokens.js';
@@ -95,11 +96,14 @@ export async function openDatabase(uri: string) {
   const usage = createUsageStore(connection, locks, holdsFromRecords, userRecords);
   const analytics = createAnalyticsStore(connection);
   const audits = createAuditStore(connection);
+  const restores = createRestoreStore(connection);
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
   await webhooks.dropOldIndexes();
   return {
     connection,
     audits,
+    /** Restores from backups: the audit's windows (infra/db/restores.ts). */
+    restores,
     users,
     apiKeys,
     rateLimits,

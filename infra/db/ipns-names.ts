@@ -121,12 +121,14 @@ export function createIpnsNameStore(conn: Connection) {
   const holder: HolderKind = {
     kind: 'ipns',
     async holdersOf(multihash) {
-      const rows = await Names.find({ multihash }, { cid: 1, userId: 1 }).lean<Pick<IpnsNameRecord, '_id' | 'userId' | 'cid'>[]>().exec();
-      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid!, origins: [] }));
+      type Row = Pick<IpnsNameRecord, '_id' | 'userId' | 'cid' | 'createdAt' | 'lastPublishedAt'>;
+      const rows = await Names.find({ multihash }, { cid: 1, userId: 1, createdAt: 1, lastPublishedAt: 1 }).lean<Row[]>().exec();
+      // It came to hold its target when it was last published.
+      return rows.map((r) => ({ id: r._id, userId: r.userId, cid: r.cid!, origins: [], at: r.lastPublishedAt ?? r.createdAt }));
     },
     async holds(key) {
-      const row = await Names.findById(key, { cid: 1 }).lean<Pick<IpnsNameRecord, 'cid'>>().exec();
-      return row?.cid ? { cid: row.cid, origins: [] } : null;
+      const row = await Names.findById(key, { cid: 1, userId: 1 }).lean<Pick<IpnsNameRecord, 'cid' | 'userId'>>().exec();
+      return row?.cid ? { id: key, userId: row.userId, cid: row.cid, origins: [] } : null;
     },
     ...heldQueries(Names, { multihash: { $ne: null } }),
   };

@@ -133,7 +133,7 @@ export function createObjectStore(conn: Connection) {
   const byId = batchedById(Objects);
   return {
     model: Objects,
-    holder: existenceHolder('object', Objects),
+    holder: existenceHolder('object', Objects, 'lastModified'),
 
     get: (bucket: string, key: string) => byId(objectId(bucket, key)),
 

@@ -138,14 +138,14 @@ export function createPinStore(conn: Connection) {
   const holder: HolderKind = {
     kind: 'pin',
     async holdersOf(multihash) {
-      const rows = await Pins.find({ multihash, ...holding }, { requestId: 1, userId: 1, cid: 1, origins: 1 })
-        .lean<Pick<PinRecord, 'requestId' | 'userId' | 'cid' | 'origins'>[]>()
+      const rows = await Pins.find({ multihash, ...holding }, { requestId: 1, userId: 1, cid: 1, origins: 1, createdAt: 1 })
+        .lean<Pick<PinRecord, 'requestId' | 'userId' | 'cid' | 'origins' | 'createdAt'>[]>()
         .exec();
-      return rows.map((r) => ({ id: r.requestId, userId: r.userId, cid: r.cid, origins: r.origins ?? [] }));
+      return rows.map((r) => ({ id: r.requestId, userId: r.userId, cid: r.cid, origins: r.origins ?? [], at: r.createdAt }));
     },
     async holds(key) {
       const pin = await get(key);
-      return pin && pin.status !== 'failed' ? { cid: pin.cid, origins: pin.origins } : null;
+      return pin && pin.status !== 'failed' ? { id: pin.requestId, userId: pin.userId, cid: pin.cid, origins: pin.origins } : null;
     },
     ...heldQueries(Pins, holding, 'requestId'),
   };

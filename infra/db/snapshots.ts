@@ -39,7 +39,7 @@ export function createSnapshotStore(conn: Connection) {
   const Snapshots: Model<SnapshotRecord> = conn.model<SnapshotRecord>('Snapshot', schema, 'snapshots');
 
   /** A snapshot holds its directory while its record exists (infra/db/holds.ts). */
-  const holder = existenceHolder('snapshot', Snapshots);
+  const holder = existenceHolder('snapshot', Snapshots, 'takenAt');
 
   return {
     model: Snapshots,

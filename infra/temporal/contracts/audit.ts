@@ -12,6 +12,9 @@ import type { JobContract } from './job.js';
  *   the content's sync, which pins it).
  * - pinned-not-held: Cluster pins it for us, no record holds it (repair: the sync, which unpins
  *   after reading the holds again).
+ * - pinned-after-backup: the same, but the pin may be a record's that a restore of the database
+ *   forgot: it was made between a backup and its restore, or says not when and a restore was
+ *   made (core/restores.ts). Kept: no repair unpins it; the operator decides.
  * - cluster-not-in-kubo: Cluster pins it, the IPFS node does not have it pinned (Cluster's
  *   `error` and `unexpectedly_unpinned` states; repair: Cluster's recover).
  * - kubo-pin-unknown-to-cluster: Kubo pins it recursively, Cluster does not (left by a Cluster
@@ -35,6 +38,7 @@ import type { JobContract } from './job.js';
 export const DISAGREEMENT_KINDS = [
   'held-not-pinned',
   'pinned-not-held',
+  'pinned-after-backup',
   'cluster-not-in-kubo',
   'kubo-pin-unknown-to-cluster',
   'storage-counter',

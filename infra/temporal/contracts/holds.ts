@@ -9,6 +9,9 @@ import type { JobContract, Jobs } from './job.js';
 export interface HolderRef {
   kind: string;
   key: string;
+  /** Whose record it is, when the change was its insert (core/hold-sync.ts `AddedHolder`):
+   * carried along, unread by the workflow, which reads the record again anyway. */
+  userId?: string;
 }
 
 export interface SyncInput {
