@@ -15,16 +15,19 @@ export interface ServiceOptions {
   signal?: AbortSignal;
   /** Gets the stop function before the wait, so a process that never gets ready is still stopped. */
   track?: (stop: () => Promise<void>) => void;
+  /** The checkout to run (the upgrade drill runs a previous commit's from a git worktree); this one unless given. */
+  root?: string;
 }
 
-function startNode(name: string, entry: string, env: Record<string, string | undefined>, logDir: string): ManagedProcess {
+function startNode(name: string, entry: string, env: Record<string, string | undefined>, options: ServiceOptions): ManagedProcess {
   const defined = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
-  return startProcess({ name, command: process.execPath, args: ['--import', 'tsx', entry], cwd: projectRoot, env: defined, logDir });
+  const cwd = options.root ?? projectRoot;
+  return startProcess({ name, command: process.execPath, args: ['--import', 'tsx', entry], cwd, env: defined, logDir: options.logDir });
 }
 
 /** `npm run api`'s process; resolves once /healthz answers on API_PORT. */
 export async function startApiProcess(env: Record<string, string | undefined>, options: ServiceOptions): Promise<ManagedProcess> {
-  const api = startNode(options.name ?? 'api', 'api/main.ts', env, options.logDir);
+  const api = startNode(options.name ?? 'api', 'api/main.ts', env, options);
   options.track?.(() => api.stop());
   await api.waitFor(
     async () => {
@@ -42,7 +45,7 @@ export async function startApiProcess(env: Record<string, string | undefined>, o
  */
 export async function startWorkerProcess(env: Record<string, string | undefined>, options: ServiceOptions): Promise<ManagedProcess> {
   if (!env.TEMPORAL_ADDRESS) throw new Error('startWorkerProcess needs TEMPORAL_ADDRESS');
-  const worker = startNode(options.name ?? 'worker', 'workers/main.ts', env, options.logDir);
+  const worker = startNode(options.name ?? 'worker', 'workers/main.ts', env, options);
   options.track?.(() => worker.stop());
   const connection = await Connection.connect({ address: env.TEMPORAL_ADDRESS });
   try {
