@@ -8,6 +8,9 @@ import { API_KEEPALIVE_MS } from '../edge/protocol.js';
 export interface Listening {
   url: string;
   port: number;
+  /** From now on every answer closes its connection (`Connection: close`): a client that
+   * reuses connections learns from the answer itself that it must not reuse this one. */
+  drain(): void;
   /** Stops taking connections, lets requests in flight finish (at most `timeoutMs`), then cuts the
    * rest; true when none had to be cut. */
   close(): Promise<boolean>;
@@ -54,7 +57,9 @@ export async function listen(
 ): Promise<Listening> {
   // Node answers an HTTP/1.1 request without Host itself (400, no body, no type) unless told not
   // to check: checked here instead, to answer it in the surface's format.
+  let draining = false;
   const guarded: RequestListener = (req, res) => {
+    if (draining) res.setHeader('Connection', 'close');
     if (req.headers.host !== undefined || req.httpVersion !== '1.1') return app(req, res);
     const { contentType, body } = format(400, 'MALFORMED_REQUEST', 'the HTTP request could not be parsed (missing required Host header)');
     res.writeHead(400, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
@@ -79,6 +84,7 @@ export async function listen(
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`,
     port: bound,
+    drain: () => void (draining = true),
     close: () =>
       (closing ??= (async () => {
         const done = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
   logger.info({ url: api.url, gateway: api.gatewayUrl }, 'REST API and gateway listening');
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down');
-    api.close().then(
+    api.close({ drainMs: config.shutdownDrainMs }).then(
       () => process.exit(0),
       (err) => {
         logger.error({ err }, 'shutdown failed');

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import * as C from './constants.js';
 import { ConfigError } from './errors.js';
 import { loadPlans, type Plans } from './plans.js';
+import { defaultBuildId } from './build-id.js';
 import { projectRoot } from './paths.js';
 
 export type Dependency = 'mongodb' | 'temporal' | 'kubo' | 'cluster';
@@ -23,6 +24,10 @@ export interface Config {
    * `auto` sets up what is missing, `off` only checks) and the retention of a namespace it
    * registers. Apart from `temporal`: only the worker and `admin temporal setup` use it. */
   temporalSetup: { mode: 'auto' | 'off'; retentionDays: number };
+  /** Temporal's Worker Deployment Versioning (workers/versioning.ts): the deployment and build the
+   * worker polls as, and whether it makes its build the current one when it starts (`auto`) or an
+   * operator does (`manual`: npm run admin -- temporal promote). Null with WORKER_VERSIONING=off. */
+  workerVersion: { deploymentName: string; buildId: string; promote: 'auto' | 'manual' } | null;
   /** `gatewayUrl`: Kubo's own HTTP gateway, which the service's gateway reads from (never exposed);
    * `peerGatewayUrls`: the other Cluster peers' Kubo gateways, read in turn when this one does not
    * have the content (it is allocated elsewhere) or is down. */
@@ -65,6 +70,8 @@ export interface Config {
   /** `pretty` lines when stdout is a terminal, JSON lines otherwise; LOG_FORMAT decides when set. */
   logFormat: 'json' | 'pretty';
   shutdownTimeoutMs: number;
+  /** On SIGTERM, how long the API keeps serving, marked not ready, before it stops listening. */
+  shutdownDrainMs: number;
 }
 
 /** TLS to Temporal: `serverName` overrides the name the server's certificate is checked
@@ -167,6 +174,17 @@ const envSchema = z.object({
   TEMPORAL_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(C.DEFAULT_TEMPORAL_RETENTION_DAYS),
   TEMPORAL_SETUP: z.enum(['auto', 'off']).default(C.DEFAULT_TEMPORAL_SETUP),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default(C.DEFAULT_TASK_QUEUE),
+  WORKER_VERSIONING: z.enum(['on', 'off']).default('on'),
+  WORKER_DEPLOYMENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,200}$/, 'letters, digits, - and _')
+    .default(C.DEFAULT_WORKER_DEPLOYMENT),
+  // Temporal refuses a build id with a '.' only as a deployment name's part: ids like 1.2.3+abc are fine.
+  WORKER_BUILD_ID: z
+    .string()
+    .regex(/^\S{1,200}$/, 'at most 200 characters, no spaces')
+    .optional(),
+  WORKER_PROMOTE: z.enum(['auto', 'manual']).default('auto'),
   WORKFLOW_BUNDLE: z.string().min(1).optional(),
   KUBO_API_URL: url.optional(),
   KUBO_GATEWAY_URL: url.optional(),
@@ -177,6 +195,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(C.DEFAULT_SHUTDOWN_TIMEOUT_MS),
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(C.DEFAULT_SHUTDOWN_DRAIN_MS),
   // Megabytes may be fractional (a test's tiny cache); 0 turns the image cache off.
   IMAGE_CACHE_MB: z.coerce.number().min(0).default(C.DEFAULT_IMAGE_CACHE_MB),
   IMAGE_MAX_SOURCE_MB: z.coerce.number().positive().default(C.DEFAULT_IMAGE_MAX_SOURCE_MB),
@@ -350,6 +369,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
       ...(e.TEMPORAL_API_KEY ? { apiKey: e.TEMPORAL_API_KEY } : {}),
     },
     temporalSetup: { mode: e.TEMPORAL_SETUP, retentionDays: e.TEMPORAL_RETENTION_DAYS },
+    workerVersion:
+      e.WORKER_VERSIONING === 'off'
+        ? null
+        : { deploymentName: e.WORKER_DEPLOYMENT_NAME, buildId: e.WORKER_BUILD_ID ?? defaultBuildId(), promote: e.WORKER_PROMOTE },
     kubo: {
       apiUrl: kuboApiUrl,
       gatewayUrl: kuboGateway(e.KUBO_GATEWAY_URL, stack.kuboGatewayUrl, kuboApiUrl),
@@ -389,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
   };
   if (problems.length > 0 || !plans) throw new ConfigError(problems);
   return { ...config, plans };

@@ -8,6 +8,11 @@ export const DEFAULT_TASK_QUEUE = 'stupa';
 export const DEFAULT_TEMPORAL_RETENTION_DAYS = 7;
 /** `auto`: the worker registers the namespace and search attributes it needs at start; `off`: it only checks them. */
 export const DEFAULT_TEMPORAL_SETUP = 'auto';
+/** The Worker Deployment the workers poll as (WORKER_DEPLOYMENT_NAME): one per service. */
+export const DEFAULT_WORKER_DEPLOYMENT = 'stupa';
+/** How long a starting worker keeps trying to make its build current: Temporal knows a version
+ * only once its pollers have reached the server (measured: within a second on loopback). */
+export const WORKER_PROMOTE_WAIT_MS = 60_000;
 /** A freshly registered namespace reaches every frontend and history service of a Temporal
  * cluster with their namespace caches' refresh (about 10 s): adding its search attributes is
  * retried this long, and their listing awaited. */
@@ -24,6 +29,10 @@ export const DEFAULT_PIN_TIMEOUT = '24h';
 export const DEFAULT_IPNS_REPUBLISH_INTERVAL = '4h';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+/** On SIGTERM the API keeps serving this long with /readyz at 503 and every answer closing its
+ * connection, before it stops listening: the edge marks it down after two failed checks 2 s apart
+ * (edge/caddyfile.ts), so by then it sends nothing more (SHUTDOWN_DRAIN_MS). */
+export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
 /** The ports of `npm start`'s stack are this base plus fixed offsets (stack/stack.ts). */
 export const DEFAULT_STACK_PORT_BASE = 17000;
 

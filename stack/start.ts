@@ -242,6 +242,8 @@ async function main(): Promise<void> {
     TEMPORAL_ADDRESS: endpoints.temporalAddress,
     // The namespace the stack's Temporal is set up with, unless the operator names one.
     ...(process.env.TEMPORAL_NAMESPACE || !endpoints.temporalNamespace ? {} : { TEMPORAL_NAMESPACE: endpoints.temporalNamespace }),
+    // The stack stops its edge before its API processes: nothing would route to one that drains.
+    SHUTDOWN_DRAIN_MS: process.env.SHUTDOWN_DRAIN_MS || '0',
   };
   // Process n of a kind works with peer n mod STACK_PEERS: it adds content through that Kubo,
   // pins through that Cluster peer, and reads through the other peers' gateways when its own

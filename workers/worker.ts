@@ -21,7 +21,8 @@ import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { auditJob } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { multipartCleanupJob } from '../infra/temporal/contracts/multipart.js';
-import { S3_MULTIPART_CLEANUP_EVERY } from '../infra/constants.js';
+import { S3_MULTIPART_CLEANUP_EVERY, WORKER_PROMOTE_WAIT_MS } from '../infra/constants.js';
+import { promoteVersion } from '../infra/temporal/versioning.js';
 import { createJobs } from '../infra/temporal/jobs.js';
 import { installRuntime } from './logging.js';
 
@@ -60,7 +61,18 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     kubo: createKubo(config.kubo.apiUrl),
     cluster: createClusterClient(config.cluster.apiUrl),
   });
-  const common = { connection, namespace: config.temporal.namespace };
+  const version = config.workerVersion;
+  // Workflows without a behaviour of their own move with upgrades (each of ours states its own).
+  const versioning = version
+    ? {
+        workerDeploymentOptions: {
+          useWorkerVersioning: true as const,
+          version: { deploymentName: version.deploymentName, buildId: version.buildId },
+          defaultVersioningBehavior: 'AUTO_UPGRADE' as const,
+        },
+      }
+    : {};
+  const common = { connection, namespace: config.temporal.namespace, ...versioning };
   const main = await Worker.create({ ...common, taskQueue: queue, workflowBundle, activities });
   const waits = await Worker.create({
     ...common,
@@ -93,6 +105,14 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
     () => undefined,
     (err) => logger.error({ err }, 'worker failed'),
   );
+  // Once polling, this build takes new workflows (and the ones that move with upgrades).
+  if (version?.promote === 'auto') {
+    await promoteVersion(temporal.connection, config.temporal.namespace, version, { waitMs: WORKER_PROMOTE_WAIT_MS }).then(
+      ({ previous, changed }) =>
+        changed && logger.info({ buildId: version.buildId, previous }, 'this build is now the current version of the deployment'),
+      (err) => logger.error({ err, buildId: version.buildId }, 'could not make this build current: npm run admin -- temporal promote'),
+    );
+  }
   const closed = done.finally(async () => {
     await temporal.close();
     await connection.close();

@@ -1,7 +1,7 @@
 // The audit (contract: infra/temporal/contracts/audit.ts): its three checks in turn, their
 // findings put together, the report kept. Each check is a long activity that heartbeats; one
 // that fails is retried on its own, the others' findings kept.
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { AUDIT_LISTED, DISAGREEMENT_KINDS, type AuditReport, type AuditWorkflow } from '../infra/temporal/contracts/audit.js';
 
@@ -30,3 +30,8 @@ export const auditWorkflow: AuditWorkflow = async (input = {}) => {
   await recordAudit(report);
   return report;
 };
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// A run a day from a schedule (or on demand): the new code's audit is the one wanted.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, auditWorkflow);

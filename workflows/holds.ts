@@ -9,7 +9,7 @@
 // holds it); any other signal gets a full round. The same rounds run inline in the process that
 // made the change (core/hold-sync.ts), overlapping these; this workflow is where a change goes
 // when that fails. Why all of them together are race-free: activities/holds.ts.
-import { continueAsNew, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
+import { continueAsNew, defineSignal, proxyLocalActivities, setHandler, setWorkflowOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { CHANGED_SIGNAL, type HolderRef, type SyncChange, type SyncWorkflow } from '../infra/temporal/contracts/holds.js';
 
@@ -43,3 +43,8 @@ export const syncCidWorkflow: SyncWorkflow = async (input) => {
     }
   }
 };
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// It lives as long as its content's holds keep changing (continuing as new every 100 rounds).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, syncCidWorkflow);

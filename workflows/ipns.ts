@@ -13,6 +13,7 @@ import {
   patched,
   proxyActivities,
   setHandler,
+  setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
@@ -83,3 +84,8 @@ export const ipnsNameWorkflow: IpnsNameWorkflow = async (input) => {
   }
   if (!deleted) await continueAsNew<IpnsNameWorkflow>({ ...input, carried: status });
 };
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// It lives as long as its name: pinned, no upgrade would ever retire a version.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, ipnsNameWorkflow);

@@ -3,7 +3,7 @@
 // waiting CompleteMultipartUpload answers from), wait until Cluster pins it, then drop the
 // parts, whose leaves the object now links. Every step is idempotent, so a worker or API that
 // dies anywhere resumes here and the object is recorded once.
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { MultipartCleanupWorkflow, MultipartResult, MultipartWorkflow } from '../infra/temporal/contracts/multipart.js';
 
@@ -37,3 +37,12 @@ export const multipartWorkflow: MultipartWorkflow = async ({ uploadId }): Promis
 };
 
 export const multipartCleanupWorkflow: MultipartCleanupWorkflow = () => cleanAbandonedMultipart();
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// Minutes long, so it could be pinned; but a pinned workflow whose version has no worker
+// left waits for one forever (npm start restarted on a new commit keeps no old worker), and its
+// code is kept replay-safe like the rest.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, multipartWorkflow);
+// A round from a schedule, on whatever code runs now: nothing to keep.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, multipartCleanupWorkflow);

@@ -8,7 +8,7 @@
 // Content that is local by now takes one workflow task: the first step is a local activity
 // that pins, waits briefly and, once pinned, marks the request so. Otherwise a heartbeating
 // activity waits, up to the deadline, and marks it.
-import { proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import { pinWait, type PinResult, type PinWorkflow } from '../infra/temporal/contracts/pins.js';
 
@@ -50,3 +50,9 @@ export const pinWorkflow: PinWorkflow = async (input): Promise<PinResult> => {
   });
   return 'failed';
 };
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// It lives until its content arrives, up to PIN_TIMEOUT (a day by default): pinned to the
+// version that started it, it would keep that version's workers running as long.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, pinWorkflow);

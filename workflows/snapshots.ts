@@ -10,6 +10,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
@@ -69,3 +70,10 @@ async function takeSnapshot(input: Parameters<SnapshotWorkflow>[0]): Promise<Sna
   await awaitSnapshotPinned({ cid: built.cid });
   return { status: 'complete', cid: built.cid, fileCount: built.fileCount, totalSize: built.totalSize, takenAt };
 }
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// Minutes long, so it could be pinned; but a pinned workflow whose version has no worker
+// left waits for one forever (npm start restarted on a new commit keeps no old worker), and its
+// code is kept replay-safe like the rest.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, snapshotWorkflow);

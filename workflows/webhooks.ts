@@ -4,7 +4,15 @@
 // still looks every WEBHOOK_IDLE_LOOK_MS, for events whose wake-up was lost. Its state is the
 // deliveries in MongoDB, so a worker killed mid-round loses nothing: the round runs again and
 // sends what it had not recorded as delivered (at least once, same `webhook-id`).
-import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
   WAKE_SIGNAL,
@@ -42,3 +50,8 @@ export const webhookWorkflow: WebhookWorkflow = async (input) => {
   }
   await continueAsNew<WebhookWorkflow>(input);
 };
+
+// Versioning (infra/temporal/versioning.ts): moves to the current version at its next task
+// (AUTO_UPGRADE), its changes guarded by the replay tests (tests/unit/replay.test.ts).
+// It lives as long as its webhook: pinned, no upgrade would ever retire a version.
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, webhookWorkflow);

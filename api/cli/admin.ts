@@ -16,6 +16,7 @@ import { asStupaError, Conflict, InvalidInput, LimitReached, NotFound, StupaErro
 import { createUser, getUser, listUsers, setPlan } from '../../core/users.js';
 import { recordRestore } from '../../core/restores.js';
 import { temporalCommand, temporalText, type TemporalReport } from './temporal.js';
+import { versionsCommand, versionsText, type VersionsReport } from './versions.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
   users create --email E --name N [--plan P]   create a user and its first API key
@@ -37,6 +38,10 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
                                                and the search attributes it lacks; what exists is left
   temporal check                               exit 0 when the namespace and search attributes are
                                                there, 1 saying what is missing
+  temporal versions                            the worker deployment's builds: which is current, which
+                                               still run workflows (draining) and which are drained
+  temporal promote [--build-id B]              make build B (default: this checkout's) current: new
+                                               workflows, and those that move with upgrades, go to it
   backup DIR                                   the local stack (npm start): an online backup into DIR
   restore DIR                                  the local stack: a backup into an empty DATA_DIR, stopped
   restored --taken-at TIME                     after restoring MongoDB with its own tools: records the
@@ -90,6 +95,13 @@ const publicUser = (u: { _id: string; email: string; name: string; plan: string;
 
 async function run(command: string, opts: Options): Promise<unknown> {
   if (command === 'check') return audit(opts);
+  if (command === 'temporal versions' || command === 'temporal promote') {
+    return versionsCommand(
+      loadConfig(process.env, ['temporal']),
+      command === 'temporal promote' ? 'promote' : 'versions',
+      optional(opts, 'build-id'),
+    );
+  }
   if (command === 'temporal setup' || command === 'temporal check') {
     return temporalCommand(loadConfig(process.env, ['temporal']), command === 'temporal setup' ? 'setup' : 'check');
   }
@@ -238,6 +250,7 @@ async function main(): Promise<number> {
       repair: { type: 'boolean' },
       last: { type: 'boolean' },
       'taken-at': { type: 'string' },
+      'build-id': { type: 'string' },
     },
   });
   if (values.help) {
@@ -249,9 +262,11 @@ async function main(): Promise<number> {
   const isAudit = command === 'check';
   const text = isAudit
     ? auditText(result as AuditReport)
-    : command.startsWith('temporal ')
-      ? temporalText(result as TemporalReport)
-      : humanText(result, command);
+    : command === 'temporal versions' || command === 'temporal promote'
+      ? versionsText(result as VersionsReport)
+      : command.startsWith('temporal ')
+        ? temporalText(result as TemporalReport)
+        : humanText(result, command);
   await print(values.json ? `${JSON.stringify(result, null, 2)}\n` : text);
   // The audit's exit code says whether anything disagreed, for scripts and cron.
   return isAudit && disagreements(result as AuditReport) > 0 ? 1 : 0;

@@ -34,6 +34,8 @@ import { uploadRoutes } from './uploads/routes.js';
 import { webhookRoutes } from './webhooks.js';
 
 export interface AppDeps extends UseCaseDeps {
+  /** `draining`: the process is stopping (server.ts close): /readyz answers 503. */
+  lifecycle?: { draining: boolean };
   logger: Logger;
   temporal: Temporal;
   cluster: ClusterClient;
@@ -67,6 +69,7 @@ export function createApp(deps: AppDeps): Express {
         cluster: (ms) => checkCluster(deps.cluster, ms),
       },
       metrics.registry,
+      () => deps.lifecycle?.draining === true,
     ),
   );
   const openApi = fs.readFileSync(openApiPath, 'utf8');

@@ -23,13 +23,20 @@ async function runCheck(check: ReadinessCheck): Promise<string> {
   }
 }
 
-export function healthRoutes(checks: Record<string, ReadinessCheck>, registry: Registry): Router {
+export function healthRoutes(checks: Record<string, ReadinessCheck>, registry: Registry, draining: () => boolean = () => false): Router {
   const router = Router();
 
   resource(router, '/healthz', { get: (_req, res) => void res.json({ status: 'ok' }) });
 
   resource(router, '/readyz', {
     get: async (_req, res) => {
+      if (draining()) {
+        res
+          .status(503)
+          .set('Retry-After', String(RETRY_AFTER_UNAVAILABLE_S))
+          .json({ error: { reason: 'DEPENDENCY_UNAVAILABLE', details: 'this process is shutting down' }, checks: {} });
+        return;
+      }
       const names = Object.keys(checks);
       const results = await Promise.all(names.map((name) => runCheck(checks[name]!)));
       const status = Object.fromEntries(names.map((name, i) => [name, results[i]!]));

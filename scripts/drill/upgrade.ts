@@ -136,7 +136,7 @@ async function main(): Promise<number> {
       '--name',
       'Drill',
       '--plan',
-      'karma',
+      'nirvana', // 6,000 requests a minute: the load stays under it
       '--json',
     ],
     { cwd: oldRoot, env: env(slots[0]), encoding: 'utf8' },
@@ -151,7 +151,19 @@ async function main(): Promise<number> {
 
   const switchStart = Date.now();
   await start('new', slots[1]);
-  await sleep(3000); // the edge's health checks see the new API ready (every 2 s)
+  // The documented order: the new process ready, and seen so by the edge's health checks (every
+  // 2 s), before the old one stops.
+  for (
+    let t = Date.now();
+    (await fetch(`http://127.0.0.1:${slots[1][0]}/readyz`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200;
+  ) {
+    if (Date.now() - t > 30_000) throw new Error('the new API never became ready');
+    await sleep(250);
+  }
+  await sleep(4500);
   await Promise.all([started['api-old']!.stop(), started['worker-old']!.stop()]);
   const switchMs = Date.now() - switchStart;
   say(`old API and worker stopped; the switch took ${(switchMs / 1000).toFixed(1)} s`);

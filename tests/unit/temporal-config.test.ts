@@ -1,5 +1,6 @@
 // Temporal's connection settings (TLS, mTLS, an API key) and its setup settings, as loadConfig
 // validates them and as connectionOptions hands them to both SDKs' connections.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -108,4 +109,22 @@ test('setup mode and retention are validated; the namespace comes from the varia
   );
   expect(loadConfig({ DATA_DIR: stackDir }, ['temporal']).temporal.namespace).toBe('stupa-local');
   expect(loadConfig({ DATA_DIR: stackDir, TEMPORAL_NAMESPACE: 'prod' }, ['temporal']).temporal.namespace).toBe('prod');
+});
+
+test('worker versions: on by default with this checkout as the build; named, manual or off as asked', () => {
+  const { version } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
+  // What git itself says (a fresh clone keeps its refs packed: infra/build-id.ts reads packed-refs too).
+  const git = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' });
+  const commit = git.status === 0 ? git.stdout.trim() : undefined;
+  expect(load({}).workerVersion).toEqual({ deploymentName: 'stupa', buildId: commit ? `${version}+${commit}` : version, promote: 'auto' });
+  if (commit) expect(commit).toMatch(/^[0-9a-f]{12}$/);
+  expect(load({ WORKER_BUILD_ID: '1.2.3+abc', WORKER_DEPLOYMENT_NAME: 'blue', WORKER_PROMOTE: 'manual' }).workerVersion).toEqual({
+    deploymentName: 'blue',
+    buildId: '1.2.3+abc',
+    promote: 'manual',
+  });
+  expect(load({ WORKER_VERSIONING: 'off' }).workerVersion).toBeNull();
+  expect(problems({ WORKER_BUILD_ID: 'has space' })[0]).toMatch(/^WORKER_BUILD_ID: /);
+  expect(problems({ WORKER_DEPLOYMENT_NAME: 'a.b' })[0]).toMatch(/^WORKER_DEPLOYMENT_NAME: /);
+  expect(problems({ WORKER_PROMOTE: 'sometimes' })[0]).toMatch(/^WORKER_PROMOTE: /);
 });
