@@ -6,21 +6,34 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from './paths.js';
 
-/** The checked-out commit, from .git itself (no git process): HEAD, a loose ref or packed-refs. */
+/** The checked-out commit, from .git itself (no git process): HEAD, then a loose ref or
+ * packed-refs. In a worktree .git is a file naming its own git directory, whose refs live in the
+ * main one (`commondir`). */
 export function gitCommit(root = projectRoot): string | undefined {
   try {
-    const head = fs.readFileSync(path.join(root, '.git', 'HEAD'), 'utf8').trim();
+    let gitDir = path.join(root, '.git');
+    if (fs.statSync(gitDir).isFile())
+      gitDir = path.resolve(
+        root,
+        fs
+          .readFileSync(gitDir, 'utf8')
+          .replace(/^gitdir:\s*/, '')
+          .trim(),
+      );
+    const common = fs.existsSync(path.join(gitDir, 'commondir'))
+      ? path.resolve(gitDir, fs.readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim())
+      : gitDir;
+    const head = fs.readFileSync(path.join(gitDir, 'HEAD'), 'utf8').trim();
     if (!head.startsWith('ref: ')) return head;
     const ref = head.slice(5);
-    const loose = path.join(root, '.git', ref);
-    if (fs.existsSync(loose)) return fs.readFileSync(loose, 'utf8').trim();
-    const packed = fs.readFileSync(path.join(root, '.git', 'packed-refs'), 'utf8');
+    for (const dir of [gitDir, common]) if (fs.existsSync(path.join(dir, ref))) return fs.readFileSync(path.join(dir, ref), 'utf8').trim();
+    const packed = fs.readFileSync(path.join(common, 'packed-refs'), 'utf8');
     return packed
       .split('\n')
       .find((line) => line.endsWith(` ${ref}`))
       ?.split(' ')[0];
   } catch {
-    // A worktree's .git is a file, an image has none: no commit.
+    // An image has no .git: no commit.
     return undefined;
   }
 }
