@@ -12,7 +12,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { Connection } from '@temporalio/client';
+import { defaultBuildId } from '../../infra/build-id.js';
+import { DEFAULT_TEMPORAL_NAMESPACE, DEFAULT_WORKER_DEPLOYMENT } from '../../infra/constants.js';
 import { projectRoot } from '../../infra/paths.js';
+import { describeDeployment } from '../../infra/temporal/versioning.js';
 import { startEdge } from '../../stack/edge.js';
 import { freePorts } from '../../stack/ports.js';
 import type { ManagedProcess } from '../../stack/process.js';
@@ -169,6 +173,14 @@ async function main(): Promise<number> {
   say(`old API and worker stopped; the switch took ${(switchMs / 1000).toFixed(1)} s`);
   await sleep(3000);
 
+  // The new build took over in Temporal (the old one, if versioned, drains).
+  const connection = await Connection.connect({ address: e.temporalAddress });
+  const deployment = await describeDeployment(connection, e.temporalNamespace ?? DEFAULT_TEMPORAL_NAMESPACE, DEFAULT_WORKER_DEPLOYMENT);
+  await connection.close();
+  const builds = (deployment?.versions ?? []).map((v) => `${v.buildId} ${v.drainage}`).join(', ');
+  say(`worker deployment: current ${deployment?.current ?? 'none'}; builds: ${builds || 'none'}`);
+  const tookOver = deployment?.current === defaultBuildId(projectRoot);
+
   const results = await finish();
   const counts = await load.stop();
   for (const [job, r] of Object.entries(results))
@@ -177,7 +189,9 @@ async function main(): Promise<number> {
     `load: ${counts.requests} requests, ${counts.ok} answered 2xx, ${counts.status4xx} 4xx, ${counts.status5xx} 5xx, ${counts.refused} failed to connect`,
   );
   for (const error of counts.errors.slice(0, 10)) say(`  ${error}`);
-  const ok = Object.values(results).every((r) => r.ok) && counts.status5xx === 0 && counts.refused === 0 && counts.status4xx === 0;
+  if (!tookOver) say(`FAIL the current build is not this checkout's (${defaultBuildId(projectRoot)})`);
+  const ok =
+    tookOver && Object.values(results).every((r) => r.ok) && counts.status5xx === 0 && counts.refused === 0 && counts.status4xx === 0;
   say(ok ? 'upgrade drill passed' : `upgrade drill FAILED (logs in ${logDir})`);
   return ok ? 0 : 1;
 }
