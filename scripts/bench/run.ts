@@ -29,12 +29,15 @@
 //   file-ids.ts how long an upgraded API's start takes to give a million files from before file
 //               ids their own (`--migrate [--records N]` runs only this one)
 //   temporal-shape.ts Temporal's production shape vs its dev server, a stack each, alternating (`--temporal [--rounds N]`)
+//   backup.ts   the local stack's backup and restore at 100,000 files, each store's time and bytes,
+//               against cp -r of the data directory (`--backup [--files N]`, a stack of its own)
 // `npm run bench -- --scale [flags]` runs scale.ts instead, on the same harness: the service
 // with a million records. Goals missed are reported, not failures: exit 0 when it ran,
 // non-zero when something broke. Everything started is stopped, and the directory removed,
 // on every path.
 import os from 'node:os';
 import { analyticsLine, benchAnalytics } from './analytics.js';
+import { BACKUP_FILES, backupLines, benchBackup } from './backup.js';
 import { benchFileIds, MIGRATE_RECORDS } from './file-ids.js';
 import { benchEdge, edgeBroken, edgeLines } from './edge.js';
 import {
@@ -352,6 +355,16 @@ async function main(): Promise<number> {
     return runBench((ctx) => benchScale(ctx, options));
   }
   if (args.includes('--temporal')) return benchTemporalShapes(rounds ?? SHAPE_ROUNDS, say);
+  if (args.includes('--backup')) {
+    const at = args.indexOf('--files');
+    const files = at >= 0 ? Number(args[at + 1]) : BACKUP_FILES;
+    if (!Number.isInteger(files) || files < 100) throw new Error('--files takes a whole number of at least 100');
+    const loadStart = os.loadavg()[0]!.toFixed(1);
+    const result = await benchBackup(files, say);
+    process.stdout.write(`\n${[...backupLines(result), machineLine(loadStart)].join('\n')}\n`);
+    for (const problem of result.broken) say(`broken: ${problem}`);
+    return result.broken.length > 0 ? 1 : 0;
+  }
   if (args.includes('--hot')) hot.upload = hot.small = hot.status = true;
   if (hot.upload || hot.small || hot.status) return runBench((ctx) => hotPaths(ctx, hot));
   if (args.includes('--snapshot')) return runBench(snapshotOnly);
