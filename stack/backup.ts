@@ -11,9 +11,11 @@ import crypto from 'node:crypto';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import http from 'node:http';
+import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
+import pLimit from 'p-limit';
 import { projectRoot } from '../infra/paths.js';
 import { readStackFile, stackFilePath } from './stack-file.js';
 import { writeFileAtomic } from './process.js';
@@ -22,6 +24,7 @@ const run = promisify(execFile);
 
 export const MANIFEST = 'manifest.json';
 export const BACKUP_FORMAT = 1;
+const BLOCK_COPY_CONCURRENCY = 64;
 
 /** Where each store lives in a backup directory, and where in a data directory. */
 export const LAYOUT = {
@@ -88,38 +91,72 @@ async function collectionCounts(file: string): Promise<Record<string, number>> {
 
 /** Links each block file into `target` when both are on one file system (a block file is never
  * rewritten in place: flatfs writes a new file and renames it, and removes it on GC, which leaves
- * the link), else copies it. Walked a directory at a time: memory stays flat. */
+ * the link), else copies it. A shard directory at a time, BLOCK_COPY_CONCURRENCY files at once
+ * (one after another, 200,000 blocks took 39-46 s; 64 at once, 7-12 s; measured by the bench),
+ * so memory stays flat. */
 export async function copyBlocks(source: string, target: string): Promise<{ blocks: number; bytes: number; linked: number }> {
   const totals = { blocks: 0, bytes: 0, linked: 0 };
+  const limit = pLimit(BLOCK_COPY_CONCURRENCY);
   fs.mkdirSync(target, { recursive: true });
-  for await (const shard of await fs.promises.opendir(source)) {
-    if (!shard.isDirectory()) continue;
-    const from = path.join(source, shard.name);
-    const to = path.join(target, shard.name);
-    fs.mkdirSync(to, { recursive: true });
-    for await (const entry of await fs.promises.opendir(from)) {
-      if (!entry.name.endsWith('.data')) continue; // flatfs's temporary files end otherwise
-      const dest = path.join(to, entry.name);
-      if (fs.existsSync(dest)) continue; // the same block from another node
-      const src = path.join(from, entry.name);
-      const size = await fs.promises.stat(src).then(
-        (s) => s.size,
-        () => -1,
-      );
-      if (size < 0) continue; // removed since listed (GC): not in any pin copied before
+  const copyOne = async (src: string, dest: string) => {
+    const size = await fs.promises.stat(src).then(
+      (s) => s.size,
+      () => -1,
+    );
+    if (size < 0) return; // removed since listed (GC): not in any pin copied before
+    try {
       try {
         await fs.promises.link(src, dest);
         totals.linked++;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code !== 'EXDEV' && code !== 'EPERM') throw err;
-        await fs.promises.copyFile(src, dest);
+        await fs.promises.copyFile(src, dest, fs.constants.COPYFILE_EXCL);
       }
-      totals.blocks++;
-      totals.bytes += size;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return; // the same block from another node
+      throw err;
     }
+    totals.blocks++;
+    totals.bytes += size;
+  };
+  for await (const shard of await fs.promises.opendir(source)) {
+    if (!shard.isDirectory()) continue;
+    const from = path.join(source, shard.name);
+    const to = path.join(target, shard.name);
+    fs.mkdirSync(to, { recursive: true });
+    const copies: Promise<void>[] = [];
+    for await (const entry of await fs.promises.opendir(from)) {
+      // flatfs's temporary files end otherwise
+      if (entry.name.endsWith('.data')) copies.push(limit(() => copyOne(path.join(from, entry.name), path.join(to, entry.name))));
+    }
+    await Promise.all(copies);
   }
   return totals;
+}
+
+/** Streams Cluster's pin set into `file`, counting its lines. With Node's own http rather than
+ * fetch: the bench measured fetch at 28-49 s for 100,000 pins where http took 2-7 s, and only
+ * http reads the X-Stream-Error trailer, which Cluster sets when a stream fails partway. */
+async function copyPinSet(clusterApiUrl: string, file: string): Promise<number> {
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get(`${clusterApiUrl}/allocations?filter=pin`, resolve).on('error', reject);
+  });
+  if (res.statusCode !== 200) {
+    res.resume();
+    throw new BackupError(`Cluster answered ${res.statusCode} to GET /allocations`);
+  }
+  let lines = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+      done(null, chunk);
+    },
+  });
+  await pipeline(res, count, fs.createWriteStream(file));
+  const streamError = res.trailers['x-stream-error'];
+  if (streamError) throw new BackupError(`Cluster's pin set stream failed partway: ${streamError}`);
+  return lines;
 }
 
 function gitCommit(): string | undefined {
@@ -196,11 +233,7 @@ export async function backupStack(options: BackupOptions): Promise<BackupManifes
 
   t = Date.now();
   const pinsFile = path.join(target, LAYOUT.cluster.backup);
-  const res = await fetch(`${endpoints.clusterApiUrl}/allocations?filter=pin`);
-  if (!res.ok || !res.body) throw new BackupError(`Cluster answered ${res.status} to GET /allocations`);
-  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), fs.createWriteStream(pinsFile));
-  let pins = 0;
-  for await (const line of (await fs.promises.open(pinsFile)).readLines()) if (line.trim() !== '') pins++;
+  const pins = await copyPinSet(endpoints.clusterApiUrl, pinsFile);
   const cluster = { pins, bytes: fileSize(pinsFile), ms: Date.now() - t };
   say(`cluster: ${pins} pins in ${cluster.ms} ms`);
 

@@ -34,6 +34,7 @@ export interface RestoreOptions {
 
 export interface RestoreResult {
   manifest: BackupManifest;
+  /** Each step's time; blocks and cluster ran side by side. */
   ms: { mongodb: number; temporal: number; blocks: number; cluster: number; record: number };
 }
 
@@ -83,20 +84,32 @@ export async function restoreStack(options: RestoreOptions): Promise<RestoreResu
   ms.temporal = Date.now() - t;
   say(`database and temporal in place (${ms.mongodb + ms.temporal} ms)`);
 
-  t = Date.now();
-  await kuboPeerId(path.join(dataDir, 'kubo')); // ipfs init: a new identity, an empty blockstore
-  const blocks = await copyBlocks(path.join(source, LAYOUT.blocks.backup), path.join(dataDir, LAYOUT.blocks.data));
-  ms.blocks = Date.now() - t;
-  say(`blocks: ${blocks.blocks} (${blocks.linked} linked) in ${ms.blocks} ms`);
-
-  t = Date.now();
-  const clusterDir = path.join(dataDir, LAYOUT.cluster.data);
-  await clusterIdentity(clusterDir); // ipfs-cluster-service init
-  await run(binaryPath('cluster', 'ipfs-cluster-service'), ['state', 'import', '--force', path.join(source, LAYOUT.cluster.backup)], {
-    env: childEnv(['CLUSTER_', 'IPFS_CLUSTER_'], { IPFS_CLUSTER_PATH: clusterDir }),
-  });
-  ms.cluster = Date.now() - t;
-  say(`cluster: ${manifest.stores.cluster.pins} pins imported in ${ms.cluster} ms`);
+  // The blocks and Cluster's pin set are independent: restored side by side.
+  const blocksAndPins = Date.now();
+  const restoreBlocks = async () => {
+    const start = Date.now();
+    await kuboPeerId(path.join(dataDir, 'kubo')); // ipfs init: a new identity, an empty blockstore
+    const blocks = await copyBlocks(path.join(source, LAYOUT.blocks.backup), path.join(dataDir, LAYOUT.blocks.data));
+    // init wrote the empty repository's size; without the file, Kubo counts the blocks at its
+    // next start (a restored Kubo reported 0.4 MB for 255.6 MB of blocks, and Cluster's
+    // free-space metric and Kubo's size limit read that number).
+    fs.rmSync(path.join(dataDir, LAYOUT.blocks.data, 'diskUsage.cache'), { force: true });
+    ms.blocks = Date.now() - start;
+    say(`blocks: ${blocks.blocks} (${blocks.linked} linked) in ${ms.blocks} ms`);
+  };
+  const restorePins = async () => {
+    const start = Date.now();
+    const clusterDir = path.join(dataDir, LAYOUT.cluster.data);
+    await clusterIdentity(clusterDir); // ipfs-cluster-service init
+    await run(binaryPath('cluster', 'ipfs-cluster-service'), ['state', 'import', '--force', path.join(source, LAYOUT.cluster.backup)], {
+      env: childEnv(['CLUSTER_', 'IPFS_CLUSTER_'], { IPFS_CLUSTER_PATH: clusterDir }),
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    ms.cluster = Date.now() - start;
+    say(`cluster: ${manifest.stores.cluster.pins} pins imported in ${ms.cluster} ms`);
+  };
+  await Promise.all([restoreBlocks(), restorePins()]);
+  say(`blocks and pins side by side: ${Date.now() - blocksAndPins} ms`);
 
   // The record of the restore goes through the database server itself, started here for it alone.
   t = Date.now();
