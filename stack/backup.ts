@@ -16,6 +16,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import pLimit from 'p-limit';
+import { gitCommit } from '../infra/build-id.js';
 import { projectRoot } from '../infra/paths.js';
 import { readStackFile, stackFilePath } from './stack-file.js';
 import { writeFileAtomic } from './process.js';
@@ -157,16 +158,6 @@ async function copyPinSet(clusterApiUrl: string, file: string): Promise<number> 
   const streamError = res.trailers['x-stream-error'];
   if (streamError) throw new BackupError(`Cluster's pin set stream failed partway: ${streamError}`);
   return lines;
-}
-
-function gitCommit(): string | undefined {
-  try {
-    const head = fs.readFileSync(path.join(projectRoot, '.git', 'HEAD'), 'utf8').trim();
-    if (!head.startsWith('ref: ')) return head;
-    return fs.readFileSync(path.join(projectRoot, '.git', head.slice(5)), 'utf8').trim();
-  } catch {
-    return undefined;
-  }
 }
 
 const SECRET = /KEY|SECRET|PASSWORD|TOKEN|CREDENTIAL/i;

@@ -20,7 +20,7 @@ import { startFerretDb } from './ferretdb.js';
 import { kuboPeerId } from './kubo.js';
 import { freePort } from './ports.js';
 import { childEnv } from './process.js';
-import { readStackFile } from './stack-file.js';
+import { alive, readStackFile } from './stack-file.js';
 
 const run = promisify(execFile);
 
@@ -36,16 +36,6 @@ export interface RestoreResult {
   manifest: BackupManifest;
   /** Each step's time; blocks and cluster ran side by side. */
   ms: { mongodb: number; temporal: number; blocks: number; cluster: number; record: number };
-}
-
-function alive(pid: number | undefined): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A copy of SQLite's own format needs no tool to put back: the backup's file is a whole database. */

@@ -113,7 +113,9 @@ function belongs(info: ProcessInfo, dataDir: string): boolean {
   return ours && (text.includes(`${dataDir}/`) || text.includes(`\0DATA_DIR=${dataDir}\0`));
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (ours or not: EPERM says it does). */
+export function alive(pid: number | undefined): boolean {
+  if (!pid) return false;
   try {
     process.kill(pid, 0);
     return true;

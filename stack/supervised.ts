@@ -16,8 +16,9 @@ if (process.channel) {
   process.channel.unref();
   process.once('disconnect', () => {
     process.kill(process.pid, 'SIGTERM');
-    // A stop that hangs still ends; unref'd, so it never keeps a finished process alive.
-    setTimeout(() => process.exit(1), 30_000).unref();
+    // A stop that hangs still ends (the worker's own bound is SHUTDOWN_TIMEOUT_MS, 10 s);
+    // unref'd, so it never keeps a finished process alive.
+    setTimeout(() => process.exit(1), 20_000).unref();
   });
 }
 

@@ -72,7 +72,12 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         },
       }
     : {};
-  const common = { connection, namespace: config.temporal.namespace, ...versioning };
+  // A stop has a bound: activities in flight get half of it to finish, then are cancelled;
+  // at the bound the worker gives up on those that ignore the cancellation (one that never
+  // heartbeats never hears of it) rather than outlive the supervisor's SIGKILL or a pod's
+  // grace period. Their attempts time out and are retried on another worker.
+  const stop = { shutdownGraceTime: config.shutdownTimeoutMs / 2, shutdownForceTime: config.shutdownTimeoutMs };
+  const common = { connection, namespace: config.temporal.namespace, ...versioning, ...stop };
   const main = await Worker.create({ ...common, taskQueue: queue, workflowBundle, activities });
   const waits = await Worker.create({
     ...common,
