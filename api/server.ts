@@ -4,7 +4,7 @@ import type { Config } from '../infra/config.js';
 import { createEdgeAnswers } from '../edge/purge.js';
 import { createClusterClient } from '../infra/ipfs/cluster.js';
 import { openDatabase } from '../infra/db/index.js';
-import { migrateFileIds } from '../infra/db/files-migration.js';
+import { expandMigrations, migrateInBackground, processName } from '../infra/db/migrations/runner.js';
 import { createKubo } from '../infra/ipfs/kubo.js';
 import type { Logger } from '../infra/logger.js';
 import { createTemporal } from '../infra/temporal/client.js';
@@ -32,15 +32,9 @@ export interface ApiServer {
 
 export async function startApiServer(config: Config, logger: Logger): Promise<ApiServer> {
   const db = await openDatabase(config.mongodbUri);
-  // Before any surface serves: files from before file ids get theirs (a no-op once done).
-  let logged = 0;
-  const migration = await migrateFileIds(db, (migrated) => {
-    if (migrated - logged < 100_000) return;
-    logged = migrated;
-    logger.info({ migrated }, 'migrating files to file ids');
-  });
-  if (migration.migrated > 0) logger.info(migration, 'files migrated to file ids');
-  if (migration.left > 0) logger.warn(migration, 'files left to migrate at the next start (their copies could not be written)');
+  // Before any surface serves, the quick steps that let this release read what the one before
+  // wrote; the data migrations themselves run in the background (infra/db/migrations/).
+  await expandMigrations(db);
   const temporal = createTemporal(config.temporal);
   // A copy: the addresses clients use are known only once the servers listen (port 0 in tests).
   const served: Config = { ...config, api: { ...config.api }, gateway: { ...config.gateway }, s3: { ...config.s3 } };
@@ -64,6 +58,8 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
   served.api.publicUrl ??= listening.url;
   const gateway = await startGateway(deps);
   const s3 = await startS3(deps);
+  // One API process at a time migrates; the others try again in case it dies.
+  const migrating = migrateInBackground(db, { logger, by: processName('api'), pace: config.migrationPace });
 
   let closing: Promise<void> | undefined;
   const close = (options: { drainMs?: number } = {}) =>
@@ -76,6 +72,7 @@ export async function startApiServer(config: Config, logger: Logger): Promise<Ap
       const ended = await Promise.all([listening.close(), gateway.close(), s3.close()]);
       // Every request ended by itself: none of them can have left a reservation behind.
       await stopBeating({ clean: ended.every(Boolean) });
+      await migrating.stop();
       await db.close();
       await temporal.close();
     })());

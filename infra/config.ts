@@ -72,6 +72,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** On SIGTERM, how long the API keeps serving, marked not ready, before it stops listening. */
   shutdownDrainMs: number;
+  /** The share of its time a background data migration works (0 < pace <= 1). */
+  migrationPace: number;
 }
 
 /** TLS to Temporal: `serverName` overrides the name the server's certificate is checked
@@ -196,6 +198,7 @@ const envSchema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).default(C.DEFAULT_SHUTDOWN_TIMEOUT_MS),
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).default(C.DEFAULT_SHUTDOWN_DRAIN_MS),
+  MIGRATION_PACE: z.coerce.number().gt(0).max(1).default(C.DEFAULT_MIGRATION_PACE),
   // Megabytes may be fractional (a test's tiny cache); 0 turns the image cache off.
   IMAGE_CACHE_MB: z.coerce.number().min(0).default(C.DEFAULT_IMAGE_CACHE_MB),
   IMAGE_MAX_SOURCE_MB: z.coerce.number().positive().default(C.DEFAULT_IMAGE_MAX_SOURCE_MB),
@@ -413,6 +416,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, needs: Dependen
     logFormat: e.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     shutdownDrainMs: e.SHUTDOWN_DRAIN_MS,
+    migrationPace: e.MIGRATION_PACE,
   };
   if (problems.length > 0 || !plans) throw new ConfigError(problems);
   return { ...config, plans };

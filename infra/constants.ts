@@ -33,6 +33,9 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
  * connection, before it stops listening: the edge marks it down after two failed checks 2 s apart
  * (edge/caddyfile.ts), so by then it sends nothing more (SHUTDOWN_DRAIN_MS). */
 export const DEFAULT_SHUTDOWN_DRAIN_MS = 5_000;
+/** The share of its time a background data migration works: after each page it rests as long as
+ * the page took (MIGRATION_PACE; infra/db/migrations/runner.ts). */
+export const DEFAULT_MIGRATION_PACE = 0.5;
 /** The ports of `npm start`'s stack are this base plus fixed offsets (stack/stack.ts). */
 export const DEFAULT_STACK_PORT_BASE = 17000;
 

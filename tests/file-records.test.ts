@@ -2,25 +2,19 @@
 // one logo in two folders, a LICENSE per package); every file stays where it was put, counts in
 // its folder, and a snapshot of a tree uploaded file by file equals `ipfs add -r` of that tree,
 // flat or HAMT-sharded. The CID routes act on the one file of a CID or answer 409 naming the
-// ids; deleting one copy keeps the content pinned while another holds it. Files from before
-// file ids migrate to their own ids at start.
+// ids; deleting one copy keeps the content pinned while another holds it. (Files from before
+// file ids: tests/migrations.test.ts.)
 import fs from 'node:fs';
 import path from 'node:path';
 import * as dagPb from '@ipld/dag-pb';
 import { UnixFS } from 'ipfs-unixfs';
-import { CID } from 'multiformats/cid';
 import { base58btc } from 'multiformats/bases/base58';
-import * as raw from 'multiformats/codecs/raw';
-import { sha256 } from 'multiformats/hashes/sha2';
 import pLimit from 'p-limit';
 import type { ApiServer } from '../api/server.js';
 import { parseCid } from '../infra/ipfs/cid.js';
-import { userContentKey } from '../infra/db/by-id.js';
-import { TWIN_INDEX, TWIN_INDEX_NAME, type FileRecord } from '../infra/db/files.js';
-import { migratedFileId, migrateFileIds } from '../infra/db/files-migration.js';
-import { openDatabase } from '../infra/db/index.js';
+import type { FileRecord } from '../infra/db/files.js';
 import { addTree, cluster, kubo } from './support/content.js';
-import { call, createUser, databaseUri, errorReason, plansFile, startTestApi, tempDir, type TestUser } from './support/stack.js';
+import { call, createUser, errorReason, plansFile, startTestApi, tempDir, type TestUser } from './support/stack.js';
 import { eventually, startWorkerProcess, syncRoundsDone, testTaskQueue, type WorkerProcess } from './support/worker.js';
 
 // No request rate in the way of 1,500 uploads.
@@ -303,63 +297,3 @@ test('the same upload repeated is the same file; another name or folder is a new
   expect((await as(user).get(`/folders/${folder}`)).body.fileCount).toBe(2);
   expect(await api.deps.db.files.model.countDocuments({ userId: user.userId })).toBe(3);
 }, 60_000);
-
-test('files from before file ids migrate to their own ids, keeping fields, holds and counts; a second run does nothing', async () => {
-  // A database of its own: the migration drops and builds the `twins` index, which the other
-  // suites' uploads rely on.
-  const uri = databaseUri('stupa_migration');
-  const db = await openDatabase(uri);
-  try {
-    // As the version before wrote them: one record per user and content, keyed by both, with
-    // the index of this version already built (a process of the old version wrote them).
-    await db.files.model.collection.createIndex(TWIN_INDEX, { unique: true, name: TWIN_INDEX_NAME });
-    const now = Date.now();
-    const legacy: FileRecord[] = [];
-    for (let i = 0; i < 2500; i++) {
-      const cid = parseCid(CID.create(1, raw.code, await sha256.digest(Buffer.from(`legacy ${now} ${i}`))).toString());
-      const userId = `usr_legacy${i % 3}`;
-      legacy.push({
-        _id: userContentKey(userId, cid.multihash),
-        userId,
-        cid: cid.v1,
-        multihash: cid.multihash,
-        name: `file-${i}.txt`,
-        description: i % 2 ? 'described' : null,
-        size: 10 + i,
-        dagSize: null,
-        mimeType: 'text/plain',
-        folderId: i % 5 === 0 ? null : `fld_legacy${i % 4}`,
-        metadata: { n: String(i) },
-        createdAt: now + i,
-        updatedAt: now + i,
-      });
-    }
-    await db.files.model.insertMany(legacy);
-
-    const report = await migrateFileIds(db);
-    expect(report).toMatchObject({ migrated: 2500, left: 0 });
-    const after = await db.files.model.find({}).lean<FileRecord[]>().exec();
-    expect(after).toHaveLength(2500);
-    const byId = new Map(after.map((f) => [f._id, f]));
-    for (const old of legacy) {
-      const id = migratedFileId(old._id);
-      expect(id).toMatch(/^fil_[0-9A-Za-z]{16}$/);
-      expect(byId.get(id)).toEqual({ ...old, _id: id });
-    }
-    // The content is held by the new record (holds.ts finds holders by multihash).
-    const sample = legacy[1234]!;
-    expect((await db.holds.of(sample.multihash)).holders).toEqual([`file:${migratedFileId(sample._id)}`]);
-    // The unique index is back: a twin is refused.
-    const indexes = await db.files.model.collection.indexes();
-    expect(indexes.find((i) => i.name === TWIN_INDEX_NAME)).toMatchObject({ unique: true });
-    const twin = await db.files.insert({ ...byId.get(migratedFileId(sample._id))!, _id: 'fil_0000000000000000', description: 'again' });
-    expect(twin).toMatchObject({ created: false, file: { _id: migratedFileId(sample._id), description: 'again' } });
-
-    const second = await migrateFileIds(db);
-    expect(second.migrated).toBe(0);
-    expect(await db.files.model.countDocuments({})).toBe(2500);
-  } finally {
-    await db.connection.dropDatabase();
-    await db.close();
-  }
-}, 120_000);

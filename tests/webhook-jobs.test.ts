@@ -2,6 +2,7 @@
 // file's own task queue: an event recorded twice is one delivery; a delivery's data is stored as
 // text and older nested data is still sent; a stream of events wakes the job about once a second
 // (the rounds linger, and the recorder counts on it), with none of them left waiting.
+import { webhookEventIndex } from '../infra/db/migrations/0002-webhook-event-index.js';
 import { WEBHOOK_POLL_MS, WEBHOOK_ROUND_LINGER_MS, WEBHOOK_WAKE_DELAY_MS } from '../infra/constants.js';
 import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { deliveryId, recordFor } from '../core/webhook-events.js';
@@ -34,9 +35,9 @@ test('an event recorded twice for an endpoint (a retried activity) is one delive
   );
   await new Promise((r) => setTimeout(r, 500));
   expect(hooks.at('/twice').map((r) => r.headers['webhook-id'])).toEqual([event.id]);
-  // A database from before derived IDs has the unique (webhookId, eventId) index: a start drops it.
+  // A database from before derived IDs has the unique (webhookId, eventId) index: migration 2 drops it.
   await Deliveries.collection.createIndex({ webhookId: 1, eventId: 1 }, { unique: true });
-  await api.deps.db.webhooks.dropOldIndexes();
+  await webhookEventIndex.contract!(api.deps.db);
   const names = (await Deliveries.collection.indexes()).map((i) => i.name);
   expect(names).not.toContain('webhookId_1_eventId_1');
   expect(names).toContain('webhookId_1_state_1_seq_1');

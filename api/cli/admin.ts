@@ -17,6 +17,9 @@ import { createUser, getUser, listUsers, setPlan } from '../../core/users.js';
 import { recordRestore } from '../../core/restores.js';
 import { temporalCommand, temporalText, type TemporalReport } from './temporal.js';
 import { versionsCommand, versionsText, type VersionsReport } from './versions.js';
+import { migrationsCommand, migrationsText } from './migrations.js';
+import { createLogger } from '../../infra/logger.js';
+import type { MigrationStatus } from '../../infra/db/migrations/runner.js';
 
 const usage = `usage: npm run admin -- <command> [options] [--json]
   users create --email E --name N [--plan P]   create a user and its first API key
@@ -46,7 +49,11 @@ const usage = `usage: npm run admin -- <command> [options] [--json]
   restore DIR                                  the local stack: a backup into an empty DATA_DIR, stopped
   restored --taken-at TIME                     after restoring MongoDB with its own tools: records the
                                                backup's time (ISO 8601), so the audit keeps content
-                                               pinned after it (docs/operations/upgrades-and-backups.md)`;
+                                               pinned after it (docs/operations/upgrades-and-backups.md)
+  migrations                                   the data migrations: done, running (how far, by whom)
+                                               or not started (docs/operations/migrations.md)
+  migrations run                               run those not done now, in the foreground (the API
+                                               processes run them in the background by themselves)`;
 
 /** backup and restore work on the local stack's files and binaries (stack/backup-cli.ts). The admin
  * tool is production code, which never imports the local stack: it runs that file as a process of
@@ -143,6 +150,9 @@ async function run(command: string, opts: Options): Promise<unknown> {
         await recordRestore(db, { takenAt });
         return { restored: true, takenAt: takenAt.toISOString() };
       }
+      case 'migrations':
+      case 'migrations run':
+        return await migrationsCommand(db, command === 'migrations run' ? 'run' : 'status', createLogger('silent'));
       case 'usage recount': {
         const user = await getUser(deps, required(opts, 'user'));
         const { files, pinned, used } = await db.usage.recount(user._id);
@@ -266,7 +276,9 @@ async function main(): Promise<number> {
       ? versionsText(result as VersionsReport)
       : command.startsWith('temporal ')
         ? temporalText(result as TemporalReport)
-        : humanText(result, command);
+        : command.startsWith('migrations')
+          ? migrationsText(result as MigrationStatus[])
+          : humanText(result, command);
   await print(values.json ? `${JSON.stringify(result, null, 2)}\n` : text);
   // The audit's exit code says whether anything disagreed, for scripts and cron.
   return isAudit && disagreements(result as AuditReport) > 0 ? 1 : 0;

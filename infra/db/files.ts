@@ -68,8 +68,7 @@ schema.index({ userId: 1, folderId: 1, createdAt: -1, _id: -1 });
 // folders.ts).
 schema.index({ userId: 1, multihash: 1, createdAt: -1, _id: -1 });
 schema.index({ multihash: 1 });
-// The `twins` unique index is not declared here: records from before file ids are migrated
-// first, and only then is it built (files-migration.ts).
+// The `twins` unique index is not declared here: migration 1 builds it (migrations/0001-file-ids.ts).
 
 export interface FileQuery {
   folderId?: string | null;
@@ -95,6 +94,10 @@ export function createFileStore(conn: Connection) {
   const Files: Model<FileRecord> = conn.model<FileRecord>('File', schema, 'files');
   /** A file holds its content while it exists (infra/db/holds.ts). */
   const holder = existenceHolder('file', Files, 'createdAt');
+  // What a user's reads wait for first: while migration 1 runs, their records from before file
+  // ids moving to their ids (migrations/0001-file-ids.ts). Reads by id alone come after one of
+  // these (a request reads the record before it changes it).
+  let gate = (_userId: string): Promise<void> | void => undefined;
   const getShared = coalesceReads((id: string) => Files.findById(id).lean<FileRecord>().exec());
   // A user's newest files of a content: polled like a pin's status (GET /file/:cid), so
   // concurrent reads of the same share a database read too.
@@ -155,23 +158,40 @@ export function createFileStore(conn: Connection) {
      * keeps its id and creation time. `created` says which. Written by the driver as given (the
      * type has every field the schema has).
      */
-    insert: (file: FileRecord): Promise<{ file: FileRecord; created: boolean }> => insertTogether({ dagSize: null, ...file }),
+    useGate(fn: (userId: string) => Promise<void>) {
+      gate = fn;
+    },
+
+    async insert(file: FileRecord): Promise<{ file: FileRecord; created: boolean }> {
+      await gate(file.userId);
+      return insertTogether({ dagSize: null, ...file });
+    },
 
     /** The user's file by id; another user's file is as good as missing. Concurrent reads of
      * one file share a database read (by-id.ts); the record is shared, not to be modified. */
     async byId(userId: string, fileId: string): Promise<FileRecord | null> {
+      await gate(userId);
       const file = await getShared(fileId);
       return file?.userId === userId ? file : null;
     },
 
     /** The user's newest files of the content, at most `limit`, newest first (shared: not to
      * be modified). */
-    ofContent: (userId: string, multihash: string, limit: number) => newestOf(`${userId} ${multihash} ${limit}`),
+    async ofContent(userId: string, multihash: string, limit: number) {
+      await gate(userId);
+      return newestOf(`${userId} ${multihash} ${limit}`);
+    },
 
-    countOfContent: (userId: string, multihash: string) => count(Files, { userId, multihash }),
+    async countOfContent(userId: string, multihash: string) {
+      await gate(userId);
+      return count(Files, { userId, multihash });
+    },
 
     /** The user's file of the same content under the same name in the same folder, if any. */
-    twin: (f: Pick<FileRecord, 'userId' | 'folderId' | 'name' | 'multihash'>) => Files.findOne(twinFilter(f)).lean<FileRecord>().exec(),
+    async twin(f: Pick<FileRecord, 'userId' | 'folderId' | 'name' | 'multihash'>) {
+      await gate(f.userId);
+      return Files.findOne(twinFilter(f)).lean<FileRecord>().exec();
+    },
 
     /**
      * The record after the change and before it (to see where it moved from); null when it
@@ -195,18 +215,27 @@ export function createFileStore(conn: Connection) {
     delete: (fileId: string) => Files.findOneAndDelete({ _id: fileId }).lean<FileRecord>().exec(),
 
     /** Every file directly in any of these folders (a snapshot's listing, in one query). */
-    inFolders: (userId: string, folderIds: string[]) =>
-      Files.find({ userId, folderId: { $in: folderIds } })
+    async inFolders(userId: string, folderIds: string[]) {
+      await gate(userId);
+      return Files.find({ userId, folderId: { $in: folderIds } })
         .lean<FileRecord[]>()
-        .exec(),
+        .exec();
+    },
 
     /** Every file directly in the folder (recursive deletes read them all). */
-    inFolder: (userId: string, folderId: string) => Files.find({ userId, folderId }).lean<FileRecord[]>().exec(),
+    async inFolder(userId: string, folderId: string) {
+      await gate(userId);
+      return Files.find({ userId, folderId }).lean<FileRecord[]>().exec();
+    },
 
-    countInFolder: (userId: string, folderId: string) => count(Files, { userId, folderId }),
+    async countInFolder(userId: string, folderId: string) {
+      await gate(userId);
+      return count(Files, { userId, folderId });
+    },
 
     /** Newest first; `after` continues from the previous page's last item. */
-    list(userId: string, q: FileQuery): Promise<FileRecord[]> {
+    async list(userId: string, q: FileQuery): Promise<FileRecord[]> {
+      await gate(userId);
       const filter: QueryFilter<FileRecord> = { userId };
       if (q.folderId !== undefined) filter.folderId = q.folderId;
       if (q.multihash !== undefined) filter.multihash = q.multihash;

@@ -15,6 +15,8 @@ import { createHolds } from './holds.js';
 import { createCounterStore } from './counters.js';
 import { createIpnsNameStore } from './ipns-names.js';
 import { createLockStore } from './locks.js';
+import { fileIdsGate } from './migrations/0001-file-ids.js';
+import { createMigrationStore } from './migrations/store.js';
 import { createMultipartStore } from './multipart.js';
 import { createObjectStore } from './objects.js';
 import { createPinStore } from './pins.js';
@@ -97,8 +99,10 @@ export async function openDatabase(uri: string) {
   const analytics = createAnalyticsStore(connection);
   const audits = createAuditStore(connection);
   const restores = createRestoreStore(connection);
+  const migrations = createMigrationStore(connection);
+  // While migration 1 runs, a user's files are read once that user's have moved.
+  files.useGate(fileIdsGate({ files, connection, migrations }));
   await Promise.all(Object.values(connection.models).map((m) => m.init()));
-  await webhooks.dropOldIndexes();
   return {
     connection,
     audits,
@@ -129,6 +133,8 @@ export async function openDatabase(uri: string) {
     userRecords,
     analytics,
     locks,
+    /** Which data migrations have run (migrations/). */
+    migrations,
     /** MongoDB operations sent since the process started, by `<method> <collection>`. */
     operations: (): ReadonlyMap<string, number> => operations,
     async ping(): Promise<void> {

@@ -43,7 +43,9 @@ export function createLockStore(conn: Connection) {
         } catch (err) {
           if (!isDuplicateKey(err)) throw err;
         }
-        await Locks.deleteOne({ _id: name, expiresAt: { $lt: Date.now() } }).exec();
+        // An expired lock is taken over at once, even by a caller that does not wait.
+        const expired = await Locks.deleteOne({ _id: name, expiresAt: { $lt: Date.now() } }).exec();
+        if (expired.deletedCount > 0) continue;
         if (Date.now() > deadline) throw new LockTimeout(`lock ${name} is busy`);
         await new Promise((r) => setTimeout(r, Math.min(5 * 2 ** Math.min(attempt, 4), 80) * (0.5 + Math.random())));
       }

@@ -111,8 +111,8 @@ const deliverySchema = new Schema<DeliveryRecord>(
   { versionKey: false, minimize: false },
 );
 // One delivery per event and endpoint comes from its `_id`, derived from both
-// (core/webhook-events.ts deliveryId); the unique index that did it before is dropped at start.
-const OLD_EVENT_INDEX = 'webhookId_1_eventId_1';
+// (core/webhook-events.ts deliveryId); the unique index that did it before is dropped by
+// migration 2 (migrations/0002-webhook-event-index.ts).
 // An endpoint's round: its pending deliveries in event order.
 deliverySchema.index({ webhookId: 1, state: 1, seq: 1 });
 // The delivery log, newest first, and its retention.
@@ -147,12 +147,6 @@ export function createWebhookStore(conn: Connection) {
   return {
     model: Webhooks,
     deliveryModel: Deliveries,
-
-    /** Drops the unique (webhookId, eventId) index of databases from before delivery IDs were
-     * derived (once its only job, now `_id`'s); none there is nothing to do. */
-    async dropOldIndexes(): Promise<void> {
-      await Deliveries.collection.dropIndex(OLD_EVENT_INDEX).catch(() => undefined);
-    },
 
     async insert(webhook: WebhookRecord): Promise<void> {
       await Webhooks.create(webhook);

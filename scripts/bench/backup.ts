@@ -39,8 +39,8 @@ import { sha256 } from 'multiformats/hashes/sha2';
 import pLimit from 'p-limit';
 import { pinMetadata } from '../../core/hold-sync.js';
 import type { FileRecord } from '../../infra/db/files.js';
-import { migrateFileIds } from '../../infra/db/files-migration.js';
 import { openDatabase } from '../../infra/db/index.js';
+import { expandMigrations } from '../../infra/db/migrations/runner.js';
 import { parseCid } from '../../infra/ipfs/cid.js';
 import { createClusterClient } from '../../infra/ipfs/cluster.js';
 import { createKubo } from '../../infra/ipfs/kubo.js';
@@ -136,7 +136,7 @@ async function fillKubo(stack: Stack, n: number, seed: Buffer, say: Say): Promis
 }
 
 async function fillRecords(db: Db, filled: Omit<Filled, 'fileIds' | 'users' | 'at0'>, seed: Buffer) {
-  await migrateFileIds(db); // as the API's start: the marker and the `twins` index
+  await expandMigrations(db); // as the API's start: the `twins` index
   const users: string[] = [];
   const tag = seed.toString('hex', 0, 4);
   for (let u = 0; u < USERS; u++)

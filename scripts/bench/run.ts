@@ -26,8 +26,9 @@
 //               parts (`--s3` runs only this one)
 //   webhooks.ts 10,000 deliveries to 100 endpoints on a loopback receiver (deliveries/s), and
 //               the API's small-upload rate with webhooks on vs off (`--webhooks`)
-//   file-ids.ts how long an upgraded API's start takes to give a million files from before file
-//               ids their own (`--migrate [--records N]` runs only this one)
+//   file-ids.ts migration 1 in the background over a million files from before file ids: its
+//               rate, the API's latency during it vs idle, and what a legacy user's first request
+//               waits for mid-migration (`--migrate [--records N]` runs only this one)
 //   temporal-shape.ts Temporal's production shape vs its dev server, a stack each, alternating (`--temporal [--rounds N]`)
 //   backup.ts   the local stack's backup and restore at 100,000 files, each store's time and bytes,
 //               against cp -r of the data directory (`--backup [--files N]`, a stack of its own)
