@@ -134,9 +134,8 @@ export async function runBench(body: (ctx: BenchContext) => Promise<number>, opt
     const [apiPort, gatewayPort, s3Port, reportPort] = await freePorts(4);
     // Ready for an edge in front (edge.ts): its secret, and the port where the API takes its reports.
     const env = {
+      // With the stack's namespace (the production shape's is not the services' default).
       ...serviceEnv(endpoints, dataDir, apiPort!, gatewayPort!, s3Port!),
-      // The stack's namespace (the production shape's is not the services' default).
-      ...(endpoints.temporalNamespace ? { TEMPORAL_NAMESPACE: endpoints.temporalNamespace } : {}),
       EDGE_SECRET: crypto.randomBytes(32).toString('hex'),
       EDGE_REPORT_PORT: String(reportPort),
     };

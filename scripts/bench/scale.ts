@@ -98,7 +98,7 @@ export async function benchScale(ctx: BenchContext, options: ScaleOptions): Prom
   // none of the loaded content) signal a sync workflow for each loaded record; it would also
   // start the pin workflow of every loaded `queued` request. Paused here, the sweep is timed
   // once per phase by the bench instead.
-  await pauseSweep(endpoints.temporalAddress);
+  await pauseSweep(endpoints.temporalAddress, endpoints.temporalNamespace);
   say("scale: the worker's sweep schedule is paused; the bench times one sweep per phase itself");
 
   const db = await openDatabase(endpoints.mongodbUri);

@@ -39,7 +39,7 @@ export async function benchSnapshot(ctx: BenchContext, say: (line: string) => vo
   const { user, endpoints, dataDir } = ctx;
   // Records written straight to the store hold content that Cluster does not have yet; the
   // minutely sweep would start a sync job for each, and measure that instead.
-  await pauseSweep(endpoints.temporalAddress);
+  await pauseSweep(endpoints.temporalAddress, endpoints.temporalNamespace);
   const db = await openDatabase(endpoints.mongodbUri);
   const kubo = createKubo(endpoints.kuboApiUrl);
   const disk = path.join(dataDir, 'snapshot-tree');

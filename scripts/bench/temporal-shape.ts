@@ -9,6 +9,7 @@
 // pin and per empty workflow (PostgreSQL's backends included). Printed as cluster / dev ratios
 // of the runs' medians. The logs of each run are kept (the stack's directory is removed) and
 // searched for error lines.
+import { DEFAULT_TEMPORAL_NAMESPACE } from '../../infra/constants.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -118,7 +119,7 @@ function keepLogs(ctx: BenchContext, into: string): { logErrors: ShapeRun['logEr
 
 async function measure(ctx: BenchContext, shape: TemporalShape, keepDir: string, say: (line: string) => void): Promise<ShapeRun> {
   const { endpoints, apiUrl, user, signal } = ctx;
-  const namespace = ctx.env.TEMPORAL_NAMESPACE ?? 'default';
+  const namespace = ctx.env.TEMPORAL_NAMESPACE ?? DEFAULT_TEMPORAL_NAMESPACE;
   const temporalStart = ctx.startSeconds[shape === 'cluster' ? 'temporal-cluster' : 'temporal'] ?? NaN;
   say(
     `${shape}: Temporal started in ${fixed(temporalStart)} s, the stack in ${fixed(ctx.startSeconds.stack ?? NaN)} s; namespace ${namespace}`,
