@@ -29,6 +29,8 @@ export const DEFAULT_PIN_TIMEOUT = '24h';
 export const DEFAULT_IPNS_REPUBLISH_INTERVAL = '4h';
 export const DEFAULT_LOG_LEVEL = 'info';
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 10_000;
+/** Temporal's default workflow task timeout: how long the server waits for a task's answer. */
+export const WORKFLOW_TASK_TIMEOUT_MS = 10_000;
 /** On SIGTERM the API keeps serving this long with /readyz at 503 and every answer closing its
  * connection, before it stops listening: the edge marks it down after two failed checks 2 s apart
  * (edge/caddyfile.ts), so by then it sends nothing more (SHUTDOWN_DRAIN_MS). */

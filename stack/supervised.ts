@@ -16,9 +16,9 @@ if (process.channel) {
   process.channel.unref();
   process.once('disconnect', () => {
     process.kill(process.pid, 'SIGTERM');
-    // A stop that hangs still ends (the worker's own bound is SHUTDOWN_TIMEOUT_MS, 10 s);
+    // A stop that hangs still ends (the worker's own bound is 20 s: workers/worker.ts);
     // unref'd, so it never keeps a finished process alive.
-    setTimeout(() => process.exit(1), 20_000).unref();
+    setTimeout(() => process.exit(1), 30_000).unref();
   });
 }
 

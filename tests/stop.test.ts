@@ -242,7 +242,8 @@ describe('after a SIGKILL', () => {
     // The API and worker notice their supervisor is gone and stop themselves.
     const services = Object.values(doc.services ?? {});
     const serviceLeft = () => processesOfDataDir().filter((p) => services.includes(p.pid));
-    for (const deadline = Date.now() + 30_000; Date.now() < deadline && serviceLeft().length > 0;) await sleep(100);
+    // The worker's stop is bounded at 20 s, its own fallback at 30 s (stack/supervised.ts).
+    for (const deadline = Date.now() + 45_000; Date.now() < deadline && serviceLeft().length > 0;) await sleep(100);
     expect(serviceLeft()).toEqual([]);
     return [...Object.values(doc.pids ?? {}), ...services];
   }

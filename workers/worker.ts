@@ -21,7 +21,7 @@ import { webhookJob } from '../infra/temporal/contracts/webhooks.js';
 import { auditJob } from '../infra/temporal/contracts/audit.js';
 import { sweepJob } from '../infra/temporal/contracts/sweep.js';
 import { multipartCleanupJob } from '../infra/temporal/contracts/multipart.js';
-import { S3_MULTIPART_CLEANUP_EVERY, WORKER_PROMOTE_WAIT_MS } from '../infra/constants.js';
+import { S3_MULTIPART_CLEANUP_EVERY, WORKER_PROMOTE_WAIT_MS, WORKFLOW_TASK_TIMEOUT_MS } from '../infra/constants.js';
 import { promoteVersion } from '../infra/temporal/versioning.js';
 import { createJobs } from '../infra/temporal/jobs.js';
 import { installRuntime } from './logging.js';
@@ -72,11 +72,16 @@ export async function startWorker(config: Config, logger: Logger): Promise<Runni
         },
       }
     : {};
-  // A stop has a bound: activities in flight get half of it to finish, then are cancelled;
-  // at the bound the worker gives up on those that ignore the cancellation (one that never
-  // heartbeats never hears of it) rather than outlive the supervisor's SIGKILL or a pod's
-  // grace period. Their attempts time out and are retried on another worker.
-  const stop = { shutdownGraceTime: config.shutdownTimeoutMs / 2, shutdownForceTime: config.shutdownTimeoutMs };
+  // A stop has a bound: activities in flight get half of SHUTDOWN_TIMEOUT_MS to finish, then
+  // are cancelled; the worker gives up on those that ignore the cancellation (one that never
+  // heartbeats never hears of it) once a workflow task in flight has also had its time (the
+  // server's default task timeout, 10 s: a forced stop under a task still running fails with
+  // "Workflow execution context should have been disposed first", seen at 10 s on a loaded CI
+  // machine whose first task took 7.5 s). Their attempts time out and are retried elsewhere.
+  const stop = {
+    shutdownGraceTime: config.shutdownTimeoutMs / 2,
+    shutdownForceTime: config.shutdownTimeoutMs + WORKFLOW_TASK_TIMEOUT_MS,
+  };
   const common = { connection, namespace: config.temporal.namespace, ...versioning, ...stop };
   const main = await Worker.create({ ...common, taskQueue: queue, workflowBundle, activities });
   const waits = await Worker.create({
