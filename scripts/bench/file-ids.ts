@@ -21,7 +21,7 @@ import { parseCid } from '../../infra/ipfs/cid.js';
 import { userContentKey } from '../../infra/db/by-id.js';
 import { TWIN_INDEX_NAME, type FileRecord } from '../../infra/db/files.js';
 import { openDatabase } from '../../infra/db/index.js';
-import { fileIds, fileIdsGate, migratedFileId } from '../../infra/db/migrations/0001-file-ids.js';
+import { FIRST_FORM_DONE, fileIds, fileIdsGate, migratedFileId } from '../../infra/db/migrations/0001-file-ids.js';
 import { migrationKey } from '../../infra/db/migrations/migration.js';
 import { runMigrations } from '../../infra/db/migrations/runner.js';
 import { createLogger } from '../../infra/logger.js';
@@ -39,8 +39,6 @@ const IDLE_SECONDS = 15;
 /** Load thrown away before the idle figure: JIT, connection pools, the bench user's first gate.
  * At 3 s the API still used 1.8x the CPU per request it used later, and idle looked slower. */
 const WARM_SECONDS = 15;
-/** Marker of a database the migration's first form (before serving) finished: migrate() then does nothing. */
-const FIRST_FORM_DONE = 'migration:file-ids';
 
 /** The i-th legacy file record: a distinct raw CID (sha-256 of the counter), 1,000 users. */
 function legacyRecord(i: number, now: number): FileRecord {

@@ -30,7 +30,7 @@ import { migrationKey } from './migration.js';
 // while the migration ran (npm run bench -- --migrate); smaller pages keep each wait short.
 const PAGE = 250;
 /** Set by the migration's first form, which ran before serving: a database it finished. */
-const FIRST_FORM_DONE = 'migration:file-ids';
+export const FIRST_FORM_DONE = 'migration:file-ids';
 
 /** The id a file from before file ids gets: a function of its old key, 16 base62 characters. */
 export const migratedFileId = (oldKey: string): string => FILE_ID_PREFIX + hashedBase62(`file-id:${oldKey}`, 16);
